@@ -1,0 +1,84 @@
+# One-command workflows. `make demo` and `make test` work on a fresh machine: they install what
+# they need (Python venv, JVM jars) and are quick no-ops when everything is already in place.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+VENV := .venv
+BIN := $(VENV)/bin
+# Spark's launcher scripts and `airflow standalone` find python/airflow on PATH.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+JVM_CACHE := .cache/jvm
+MVN := mvn -B -q
+
+.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo test test-unit lint lock clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
+
+# --- installation -------------------------------------------------------------------------------
+install: $(VENV)/.installed  ## create .venv and install the pinned dependencies and the project
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed, found " + sys.version'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
+	@# pyspark after everything else: apache-airflow-providers-apache-spark pulls pyspark-client,
+	@# which installs into the same pyspark/ folder. Reinstalling pyspark makes its files win;
+	@# never uninstall pyspark-client afterwards (its file list would delete pyspark's files).
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --reinstall-package pyspark pyspark==4.3.0
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	$(BIN)/python -c 'import pyspark, airflow, confluent_kafka; assert pyspark.__version__ == "4.3.0", pyspark.__version__'
+	touch $@
+
+lock:  ## re-resolve requirements.lock from pyproject.toml (needs the network)
+	$(BIN)/uv pip compile pyproject.toml --extra dev --no-emit-package pyspark --python-version 3.11 -o requirements.lock
+
+jars: $(JVM_CACHE)/kafka/.resolved  ## resolve Kafka broker/tools/MM2 jars with Maven into .cache/jvm
+
+$(JVM_CACHE)/kafka/.resolved: conf/jvm/kafka/pom.xml
+	rm -rf $(JVM_CACHE)/kafka && mkdir -p $(JVM_CACHE)/kafka
+	$(MVN) -f conf/jvm/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory=$(CURDIR)/$(JVM_CACHE)/kafka
+	touch $@
+
+spark-jars: $(JVM_CACHE)/spark-kafka/.resolved  ## resolve Spark's Kafka connector (spark-sql-kafka-0-10) jars
+
+$(JVM_CACHE)/spark-kafka/.resolved: conf/jvm/spark-kafka/pom.xml
+	rm -rf $(JVM_CACHE)/spark-kafka && mkdir -p $(JVM_CACHE)/spark-kafka
+	@# pyspark ships Hadoop, Scala, SLF4J, Snappy, LZ4 and spark-tags itself: keep only one copy.
+	$(MVN) -f conf/jvm/spark-kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DexcludeArtifactIds=hadoop-client-api,hadoop-client-runtime,scala-library,slf4j-api,snappy-java,lz4-java,spark-tags_2.13 \
+	    -DoutputDirectory=$(CURDIR)/$(JVM_CACHE)/spark-kafka
+	touch $@
+
+# --- local clusters -----------------------------------------------------------------------------
+kafka-up: install jars  ## start the clusters conf/srm.yaml marks as local (idempotent)
+	$(BIN)/srm-control local up
+
+kafka-down: install  ## stop the local clusters started by kafka-up
+	$(BIN)/srm-control local down
+
+kafka-status: install  ## show the local clusters
+	$(BIN)/srm-control local status
+
+# --- the two commands of the README --------------------------------------------------------------
+demo: kafka-up  ## install, start the local clusters, validate the config, produce and show demo data
+	$(BIN)/srm-control validate
+	$(BIN)/python -m srm.demo
+
+test: install jars lint  ## install and run the whole test suite (lint, types, unit, integration)
+	$(BIN)/pytest
+
+test-unit: install  ## only the tests that need no broker
+	$(BIN)/pytest tests/unit
+
+lint: install  ## ruff (lint + format check) and mypy --strict
+	$(BIN)/ruff check srm include tests
+	$(BIN)/ruff format --check srm include tests
+	$(BIN)/mypy
+
+clean:  ## remove the venv, jar cache and local cluster data (stops nothing: run kafka-down first)
+	rm -rf $(VENV) .cache .local

@@ -1,0 +1,93 @@
+"""confluent-kafka clients for a configured cluster: settings resolved, secrets kept out of logs.
+
+Settings are layered: the Airflow connection (when ``connection_id`` is set: its extra JSON holds
+librdkafka settings, host/port the bootstrap servers, login/password SASL credentials), then
+``bootstrap.servers``, then the cluster's ``client`` block, then the role block (``producer``,
+``consumer``, ``admin``), then the caller's overrides. ``${env:..}``/``${file:..}`` references are
+resolved here, at the last moment. Resolved secrets are registered with Airflow's log masker
+when running under Airflow, so a task log never shows them.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Literal
+
+from pydantic import SecretStr
+
+from srm.config.model import Cluster
+from srm.config.secrets import is_secret_key, resolve_references
+from srm.errors import SrmError
+
+Role = Literal["producer", "consumer", "admin"]
+# librdkafka's own messages go through Python logging under this name, not raw to stderr. Its
+# warnings are mostly transient retries (coordinator loading, leader moves) that it recovers from;
+# errors it cannot recover from surface as exceptions. `--debug` lowers the level.
+LIBRDKAFKA_LOG = logging.getLogger("srm.librdkafka")
+LIBRDKAFKA_LOG.setLevel(logging.ERROR)
+
+
+def client_settings(cluster: Cluster, role: Role, **overrides: Any) -> dict[str, Any]:
+    """librdkafka settings for one client of ``cluster``. The result holds plain secrets: never log it."""
+    settings: dict[str, Any] = {}
+    if cluster.connection_id:
+        settings.update(connection_settings(cluster.connection_id))
+    if cluster.bootstrap_servers:
+        settings["bootstrap.servers"] = cluster.bootstrap_servers
+    for block in (cluster.client, getattr(cluster, role)):
+        for key, value in block.items():
+            plain = value.get_secret_value() if isinstance(value, SecretStr) else value
+            settings[key] = resolve_references(plain, f"cluster {cluster.alias}, {key}")
+    settings.update(overrides)
+    if not settings.get("bootstrap.servers"):
+        raise SrmError(f"cluster {cluster.alias}: no bootstrap servers (set bootstrap.servers or connection_id)")
+    _mask_for_airflow(settings)
+    return settings
+
+
+def connection_settings(connection_id: str) -> dict[str, Any]:
+    """Settings from an Airflow connection (any secrets backend, incl. AIRFLOW_CONN_* variables)."""
+    from airflow.sdk import BaseHook
+
+    try:
+        conn = BaseHook.get_connection(connection_id)
+    except Exception as exc:  # Airflow raises its own not-found types across versions
+        raise SrmError(f"Airflow connection {connection_id!r} cannot be read: {exc}") from None
+    settings: dict[str, Any] = {k: str(v) for k, v in conn.extra_dejson.items()}
+    if "bootstrap.servers" not in settings and conn.host:
+        settings["bootstrap.servers"] = f"{conn.host}:{conn.port}" if conn.port else conn.host
+    if conn.login:
+        settings.setdefault("sasl.username", conn.login)
+    if conn.password:
+        settings.setdefault("sasl.password", conn.password)
+    return settings
+
+
+def _mask_for_airflow(settings: dict[str, Any]) -> None:
+    if "airflow.sdk" not in sys.modules:
+        return
+    from airflow.sdk.log import mask_secret
+
+    for key, value in settings.items():
+        if is_secret_key(key) and isinstance(value, str) and value:
+            mask_secret(value, key)
+
+
+def admin_client(cluster: Cluster, **overrides: Any) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(client_settings(cluster, "admin", logger=LIBRDKAFKA_LOG, **overrides))
+
+
+def producer(cluster: Cluster, **overrides: Any) -> Any:
+    from confluent_kafka import Producer
+
+    return Producer(client_settings(cluster, "producer", logger=LIBRDKAFKA_LOG, **overrides))
+
+
+def consumer(cluster: Cluster, group_id: str, **overrides: Any) -> Any:
+    from confluent_kafka import Consumer
+
+    defaults = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
+    return Consumer(client_settings(cluster, "consumer", logger=LIBRDKAFKA_LOG, **{**defaults, **overrides}))

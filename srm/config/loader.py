@@ -1,0 +1,164 @@
+"""Read the YAML file into the frozen :class:`SrmConfig`, listing every problem with file, line and key.
+
+Top level::
+
+    defaults:  {<settings>}                      # every flow
+    clusters:
+      <alias>: {bootstrap.servers | connection_id, client, producer, consumer, admin,
+                local, source_defaults: {<settings>}, target_defaults: {<settings>}}
+    flows:
+      - {source: <alias>, target: <alias>, <settings>}
+
+``<settings>`` are the options of :class:`FlowSettings` under MM2's names.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from srm.config.clusters import ClusterSpec, check_alias, client_problems, to_cluster
+from srm.config.flows import FlowBuilder
+from srm.config.issues import unknown_key, validation_issues
+from srm.config.loops import loop_issues
+from srm.config.model import Cluster, SrmConfig
+from srm.config.settings import PartialSettings, option_names
+from srm.config.yamlsource import YamlDocument, read_yaml
+from srm.errors import ConfigError, ConfigIssue
+
+log = logging.getLogger(__name__)
+
+TOP_LEVEL_KEYS = ("defaults", "clusters", "flows")
+CLUSTER_KEYS = tuple(f.alias or n for n, f in ClusterSpec.model_fields.items())
+CONFIG_ENV = "SRM_CONFIG"
+
+
+def default_config_path() -> Path:
+    """``$SRM_CONFIG``, else ``conf/srm.yaml`` of the project this package belongs to."""
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV])
+    return Path(__file__).resolve().parents[2] / "conf" / "srm.yaml"
+
+
+def load_config(path: str | Path | None = None, *, strict: bool = True) -> SrmConfig:
+    """Parse the configuration once.
+
+    Strict (CLI, tests): any problem raises ConfigError listing all of them. Lenient (DAG
+    generation): a broken flow is logged with its name and file and left out, so it does not hide
+    the others; problems that concern the whole file still raise.
+    """
+    config, issues = load_config_with_issues(path, check_clients=strict)
+    if not issues:
+        assert config is not None
+        return config
+    fatal = strict or config is None or any(issue.flow is None for issue in issues)
+    if fatal:
+        raise ConfigError(issues)
+    assert config is not None
+    for issue in issues:
+        log.error("flow %s left out: %s", issue.flow, issue)
+    return config
+
+
+def load_config_with_issues(
+    path: str | Path | None = None, *, check_clients: bool = True
+) -> tuple[SrmConfig | None, list[ConfigIssue]]:
+    """The config without its broken flows, and every issue found (empty when all is well).
+
+    ``check_clients`` asks librdkafka about every client setting (in-process, no network);
+    DAG parsing skips it to stay light.
+    """
+    file = Path(path) if path else default_config_path()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        return None, [ConfigIssue(str(file), None, "", f"cannot read configuration file: {exc.strerror}")]
+    return parse_config(text, str(file), check_clients=check_clients)
+
+
+def parse_config(text: str, file: str, *, check_clients: bool = True) -> tuple[SrmConfig | None, list[ConfigIssue]]:
+    doc = read_yaml(text, file)
+    if doc.issues and doc.data is None:
+        return None, doc.issues
+    return _Builder(doc, check_clients).build()
+
+
+class _Builder:
+    def __init__(self, doc: YamlDocument, check_clients: bool) -> None:
+        self.doc = doc
+        self.check_clients = check_clients
+        self.issues: list[ConfigIssue] = list(doc.issues)
+
+    def build(self) -> tuple[SrmConfig | None, list[ConfigIssue]]:
+        data = self.doc.data
+        if not isinstance(data, dict):
+            self.issues.append(self.doc.issue((), "the file must be a mapping with clusters and flows"))
+            return None, self.issues
+        for key in data:
+            if key not in TOP_LEVEL_KEYS:
+                self.issues.append(unknown_key(self.doc, (key,), TOP_LEVEL_KEYS, "top-level key"))
+        defaults = self._settings(data.get("defaults"), ("defaults",))
+        clusters, cluster_defaults = self._clusters(data.get("clusters"))
+        # Flows are checked against every alias the file defines, valid or not, so one broken
+        # cluster is reported once rather than again by each flow that uses it.
+        defined = set(data["clusters"]) if isinstance(data.get("clusters"), dict) else None
+        builder = FlowBuilder(self.doc, defaults or {}, cluster_defaults, defined)
+        flows = builder.build(data.get("flows"))
+        self.issues += builder.issues
+        self.issues += loop_issues(self.doc, flows, builder.indexes)
+        broken = {issue.flow for issue in self.issues}
+        config = SrmConfig(
+            file=self.doc.file,
+            defaults=defaults or {},
+            clusters=tuple(clusters),
+            flows=tuple(f for f in flows if f.name not in broken),
+        )
+        return config, self.issues
+
+    def _settings(self, raw: Any, path: tuple[str, ...]) -> dict[str, Any] | None:
+        if raw is None:
+            return None
+        try:
+            return PartialSettings.model_validate(raw).written()
+        except ValidationError as exc:
+            self.issues += validation_issues(self.doc, path, exc, option_names())
+            return None
+
+    def _clusters(self, raw: Any) -> tuple[list[Cluster], dict[tuple[str, str], dict[str, Any]]]:
+        clusters: list[Cluster] = []
+        defaults: dict[tuple[str, str], dict[str, Any]] = {}
+        if not isinstance(raw, dict) or not raw:
+            self.issues.append(self.doc.issue(("clusters",), "clusters must map each alias to its settings"))
+            return clusters, defaults
+        for alias, body in raw.items():
+            path = ("clusters", alias)
+            spec = self._cluster_spec(alias, body)
+            if spec is None:
+                continue
+            for level in ("source_defaults", "target_defaults"):
+                level_settings = getattr(spec, level)
+                if level_settings is not None:
+                    defaults[(alias, level)] = level_settings.written()
+            clusters.append(to_cluster(alias, spec, self.doc.line(path)))
+        return clusters, defaults
+
+    def _cluster_spec(self, alias: str, body: Any) -> ClusterSpec | None:
+        path = ("clusters", alias)
+        problem = check_alias(alias)
+        if problem:
+            self.issues.append(self.doc.issue(path, problem))
+        if not isinstance(body, dict):
+            self.issues.append(self.doc.issue(path, "a cluster must be a mapping (bootstrap.servers: host:port)"))
+            return None
+        try:
+            spec = ClusterSpec.model_validate(body)
+        except ValidationError as exc:
+            self.issues += validation_issues(self.doc, path, exc, CLUSTER_KEYS + tuple(option_names()))
+            return None
+        for sub, message in client_problems(spec, self.check_clients):
+            self.issues.append(self.doc.issue((*path, *sub), message))
+        return None if problem else spec

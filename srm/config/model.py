@@ -1,0 +1,108 @@
+"""The typed configuration: clusters, flows and their effective settings, frozen once parsed."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from include.policies import ReplicationPolicy, load_policy
+from srm.config.settings import FlowSettings
+from srm.errors import NotConfiguredError
+
+ClientValue = str | SecretStr
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class LocalBroker(_Frozen):
+    """A single-node KRaft broker the project runs itself on loopback (dev, tests, demo)."""
+
+    host: str
+    port: int
+    controller_port: int
+    server: dict[str, str] = Field(default_factory=dict)  # extra server.properties entries
+
+
+class Cluster(_Frozen):
+    """A Kafka cluster by alias. Client settings use librdkafka names; secrets are SecretStr."""
+
+    alias: str
+    bootstrap_servers: str | None = None
+    connection_id: str | None = None  # an Airflow connection holding bootstrap servers / settings
+    client: dict[str, ClientValue] = Field(default_factory=dict)
+    producer: dict[str, ClientValue] = Field(default_factory=dict)
+    consumer: dict[str, ClientValue] = Field(default_factory=dict)
+    admin: dict[str, ClientValue] = Field(default_factory=dict)
+    local: LocalBroker | None = None
+    line: int | None = None
+
+    def describe(self) -> str:
+        where = self.bootstrap_servers or f"Airflow connection {self.connection_id!r}"
+        if self.bootstrap_servers and self.connection_id:
+            where += f" (Airflow connection {self.connection_id!r})"
+        return where
+
+
+class Flow(_Frozen):
+    """A replication flow source -> target with its effective settings."""
+
+    source: str
+    target: str
+    settings: FlowSettings
+    line: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled
+
+    @cached_property
+    def policy(self) -> ReplicationPolicy:
+        s = self.settings
+        return load_policy(
+            s.replication_policy_class,
+            separator=s.replication_policy_separator,
+            internal_topic_separator_enabled=s.replication_policy_internal_topic_separator_enabled,
+            source_cluster_alias=self.source,
+        )
+
+    @property
+    def prefixless(self) -> bool:
+        """True when remote topics keep their names (identity-like policies): loops are possible."""
+        return self.policy.format_remote_topic(self.source, "orders") == "orders"
+
+
+class SrmConfig(_Frozen):
+    """The whole configuration file, parsed once."""
+
+    file: str
+    defaults: dict[str, Any] = Field(default_factory=dict)  # global settings as written
+    clusters: tuple[Cluster, ...]
+    flows: tuple[Flow, ...]
+
+    def cluster(self, alias: str) -> Cluster:
+        for cluster in self.clusters:
+            if cluster.alias == alias:
+                return cluster
+        known = ", ".join(c.alias for c in self.clusters)
+        raise NotConfiguredError(f"unknown cluster alias {alias!r} in {self.file} (known: {known})")
+
+    def flow(self, source: str, target: str) -> Flow:
+        for flow in self.flows:
+            if (flow.source, flow.target) == (source, target):
+                return flow
+        known = ", ".join(f.name for f in self.flows) or "none"
+        raise NotConfiguredError(f"no flow {source}->{target} in {self.file} (configured: {known})")
+
+    def enabled_flows(self) -> tuple[Flow, ...]:
+        return tuple(f for f in self.flows if f.enabled)
+
+    def local_clusters(self) -> tuple[Cluster, ...]:
+        return tuple(c for c in self.clusters if c.local is not None)

@@ -1,0 +1,169 @@
+"""Flow settings: every MirrorMaker 2 option under MM2's name and default, plus this project's own.
+
+The same model validates each level where settings may be written (global ``defaults``, a
+cluster's ``source_defaults``/``target_defaults``, a flow), so an error points at the line where
+the bad value is; the effective settings of a flow are the levels merged in precedence order
+(built-in default < global < source cluster < target cluster < flow) and validated once more
+for cross-field rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+# MM2 defaults (Kafka 4.x MirrorSourceConfig / MirrorCheckpointConfig / DefaultTopicFilter ...).
+DEFAULT_TOPICS_EXCLUDE = (r".*[\-\.]internal", r".*\.replica", r"__.*")
+DEFAULT_GROUPS_EXCLUDE = (r"console-consumer-.*", r"connect-.*", r"__.*")
+DEFAULT_CONFIG_PROPERTIES_EXCLUDE = (
+    r"follower\.replication\.throttled\.replicas",
+    r"leader\.replication\.throttled\.replicas",
+    r"message\.timestamp\.difference\.max\.ms",
+    r"message\.timestamp\.type",
+    r"unclean\.leader\.election\.enable",
+    r"min\.insync\.replicas",
+)
+SCHEDULE_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
+
+
+def _split_list(value: Any) -> Any:
+    """MM2 LIST options: a YAML list, or one string split on commas (``"a, b"``); ``""`` is empty."""
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+def _check_regexes(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+    return patterns
+
+
+RegexList = Annotated[tuple[str, ...], BeforeValidator(_split_list), AfterValidator(_check_regexes)]
+Seconds = Annotated[int, Field(ge=1)]
+ReplicationFactor = Annotated[int, Field(ge=1, le=32767)]
+
+
+def _check_schedule(value: str | None) -> str | None:
+    if value is None or value in SCHEDULE_PRESETS:
+        return value
+    from croniter import croniter
+
+    if len(value.split()) != 5 or not croniter.is_valid(value):
+        raise ValueError(
+            f"schedule {value!r} is neither a 5-field cron expression nor one of {', '.join(SCHEDULE_PRESETS)}"
+        )
+    return value
+
+
+def _parse_start(value: Any) -> Any:
+    """``earliest``, ``latest`` or an ISO-8601 timestamp (read as UTC when it has no zone)."""
+    if isinstance(value, str) and value in ("earliest", "latest"):
+        return value
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = datetime.fromisoformat(value)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    raise ValueError(f"start must be 'earliest', 'latest' or an ISO-8601 timestamp, got {value!r}")
+
+
+class CrossFieldError(ValueError):
+    """A rule between settings; ``key`` is the setting whose line the error should point at."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+class FlowSettings(BaseModel):
+    """Settings of one flow. Field aliases are the names users write (MM2's names where MM2 has them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
+
+    # --- this project's own -------------------------------------------------------------------
+    enabled: bool = True
+    mode: Literal["continuous", "scheduled"] = "continuous"
+    schedule: Annotated[str | None, AfterValidator(_check_schedule)] = None
+    start: Annotated[Literal["earliest", "latest"] | datetime, BeforeValidator(_parse_start)] = "earliest"
+    exactly_once: bool = True
+    on_data_loss: Literal["fail", "continue"] = "fail"
+
+    # --- what is replicated -------------------------------------------------------------------
+    topics: RegexList = (".*",)
+    topics_exclude: RegexList = Field(DEFAULT_TOPICS_EXCLUDE, alias="topics.exclude")
+    groups: RegexList = (".*",)
+    groups_exclude: RegexList = Field(DEFAULT_GROUPS_EXCLUDE, alias="groups.exclude")
+    heartbeats_replication_enabled: bool = Field(True, alias="heartbeats.replication.enabled")
+
+    # --- naming -------------------------------------------------------------------------------
+    replication_policy_class: str = Field("default", alias="replication.policy.class", min_length=1)
+    replication_policy_separator: str = Field(".", alias="replication.policy.separator", min_length=1)
+    replication_policy_internal_topic_separator_enabled: bool = Field(
+        True, alias="replication.policy.internal.topic.separator.enabled"
+    )
+
+    # --- topics on the target -----------------------------------------------------------------
+    replication_factor: ReplicationFactor = Field(2, alias="replication.factor")
+    heartbeats_topic_replication_factor: ReplicationFactor = Field(3, alias="heartbeats.topic.replication.factor")
+    checkpoints_topic_replication_factor: ReplicationFactor = Field(3, alias="checkpoints.topic.replication.factor")
+    offset_syncs_topic_replication_factor: ReplicationFactor = Field(3, alias="offset-syncs.topic.replication.factor")
+    offset_syncs_topic_location: Literal["source", "target"] = Field("source", alias="offset-syncs.topic.location")
+    config_properties_exclude: RegexList = Field(DEFAULT_CONFIG_PROPERTIES_EXCLUDE, alias="config.properties.exclude")
+    use_defaults_from: Literal["target", "source"] = Field("target", alias="use.defaults.from")
+
+    # --- periodic work ------------------------------------------------------------------------
+    emit_heartbeats_enabled: bool = Field(True, alias="emit.heartbeats.enabled")
+    emit_heartbeats_interval_seconds: Seconds = Field(1, alias="emit.heartbeats.interval.seconds")
+    emit_checkpoints_enabled: bool = Field(True, alias="emit.checkpoints.enabled")
+    emit_checkpoints_interval_seconds: Seconds = Field(60, alias="emit.checkpoints.interval.seconds")
+    emit_offset_syncs_enabled: bool = Field(True, alias="emit.offset-syncs.enabled")
+    sync_group_offsets_enabled: bool = Field(False, alias="sync.group.offsets.enabled")
+    sync_group_offsets_interval_seconds: Seconds = Field(60, alias="sync.group.offsets.interval.seconds")
+    refresh_topics_enabled: bool = Field(True, alias="refresh.topics.enabled")
+    refresh_topics_interval_seconds: Seconds = Field(600, alias="refresh.topics.interval.seconds")
+    refresh_groups_enabled: bool = Field(True, alias="refresh.groups.enabled")
+    refresh_groups_interval_seconds: Seconds = Field(600, alias="refresh.groups.interval.seconds")
+    sync_topic_configs_enabled: bool = Field(True, alias="sync.topic.configs.enabled")
+    sync_topic_configs_interval_seconds: Seconds = Field(600, alias="sync.topic.configs.interval.seconds")
+    sync_topic_acls_enabled: bool = Field(True, alias="sync.topic.acls.enabled")
+    sync_topic_acls_interval_seconds: Seconds = Field(600, alias="sync.topic.acls.interval.seconds")
+    offset_lag_max: int = Field(100, alias="offset.lag.max", ge=0)
+    tasks_max: int = Field(1, alias="tasks.max", ge=1)
+
+    @model_validator(mode="after")
+    def _schedule_matches_mode(self) -> FlowSettings:
+        if self.mode == "scheduled" and self.schedule is None:
+            raise CrossFieldError(
+                "mode", "mode 'scheduled' needs a schedule (a cron expression or a preset such as @hourly)"
+            )
+        if self.mode == "continuous" and self.schedule is not None:
+            raise CrossFieldError(
+                "schedule",
+                f"schedule {self.schedule!r} is only used with mode 'scheduled' (mode is 'continuous')",
+            )
+        return self
+
+
+def option_names() -> list[str]:
+    """Every name a settings block accepts, as users write them."""
+    return [field.alias or name for name, field in FlowSettings.model_fields.items()]
+
+
+class PartialSettings(FlowSettings):
+    """One level of settings as written; cross-field rules wait until the levels are merged."""
+
+    @model_validator(mode="after")
+    def _schedule_matches_mode(self) -> PartialSettings:
+        return self
+
+    def written(self) -> dict[str, Any]:
+        """Only the settings this level sets, by their user-facing names."""
+        return self.model_dump(by_alias=True, exclude_unset=True)

@@ -1,0 +1,1 @@
+"""srm-control: the command-line interface, a thin layer over the library."""

@@ -1,0 +1,105 @@
+"""``srm-control``: SRM's command-line tool, plus validation, MM2 import and local clusters.
+
+Every command takes ``--config``, ``--json`` and ``--debug``; errors print one clear message and
+exit non-zero (a traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from srm.control import commands
+from srm.errors import ConfigError, SrmError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+Handler = Callable[[argparse.Namespace], Any]
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", metavar="FILE", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    common.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="srm-control",
+        description="Manage Kafka replication flows described in conf/srm.yaml (SRM/MirrorMaker 2 compatible).",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    validate = sub.add_parser(
+        "validate",
+        parents=[common],
+        help="check the configuration and summarise it",
+        description="Check the configuration file; list every problem with file, "
+        "line and key, or print a summary of clusters and flows.",
+    )
+    validate.set_defaults(handler=commands.validate)
+
+    imp = sub.add_parser(
+        "import-mm2",
+        parents=[common],
+        help="convert an mm2.properties file to YAML",
+        description="Print the YAML equivalent of a MirrorMaker 2 mm2.properties file; "
+        "warnings about what cannot be mapped go to stderr.",
+    )
+    imp.add_argument("properties", metavar="FILE.properties")
+    imp.set_defaults(handler=commands.import_mm2)
+
+    local = sub.add_parser(
+        "local",
+        parents=[common],
+        help="run the local development clusters",
+        description="Start, stop or show the clusters the configuration marks `local`.",
+    )
+    local.add_argument("action", choices=("up", "down", "status"))
+    local.set_defaults(handler=commands.local)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    if args.debug:
+        logging.getLogger("srm.librdkafka").setLevel(logging.DEBUG)
+    handler: Handler = args.handler
+    try:
+        result = handler(args)
+    except ConfigError as exc:
+        print(f"error: {len(exc.issues)} problem(s) in the configuration:", file=sys.stderr)
+        for issue in exc.issues:
+            print(f"  {issue}", file=sys.stderr)
+        return _fail(args, exc)
+    except SrmError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return _fail(args, exc)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    if args.json and result is not None:
+        print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+def _fail(args: argparse.Namespace, exc: Exception) -> int:
+    if args.debug:
+        raise exc
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""The handlers behind each srm-control command. Each returns what ``--json`` prints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from srm.config import load_config
+from srm.config.mm2_import import import_mm2 as convert_mm2
+from srm.config.summary import summary_json, summary_lines
+from srm.errors import SrmError
+from srm.local import LocalClusters
+from srm.paths import local_dir
+
+
+def validate(args: argparse.Namespace) -> dict[str, Any] | None:
+    config = load_config(args.config, strict=True)
+    if args.json:
+        return summary_json(config)
+    print("\n".join(summary_lines(config)))
+    print("\nconfiguration is valid")
+    return None
+
+
+def import_mm2(args: argparse.Namespace) -> dict[str, Any] | None:
+    path = Path(args.properties)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SrmError(f"cannot read {path}: {exc.strerror}") from None
+    result = convert_mm2(text, str(path))
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.json:
+        return {"yaml": result.data, "warnings": result.warnings}
+    print(result.to_yaml(str(path)), end="")
+    return None
+
+
+def local(args: argparse.Namespace) -> dict[str, Any] | None:
+    config = load_config(args.config, strict=True)
+    clusters = LocalClusters(config.local_clusters(), local_dir())
+    if not clusters.members:
+        raise SrmError(f"{config.file} marks no cluster as local (add `local: true` to a cluster)")
+    if args.action == "up":
+        lines = clusters.up()
+    elif args.action == "down":
+        lines = clusters.down()
+    else:
+        states = clusters.states()
+        if args.json:
+            return {"clusters": [vars(s) for s in states]}
+        lines = [str(s) for s in states]
+    if args.json:
+        return {"result": lines}
+    print("\n".join(lines))
+    return None

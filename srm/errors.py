@@ -1,0 +1,53 @@
+"""The project's exception tree: one root, so callers (CLI, tasks) can report any of them cleanly."""
+
+from __future__ import annotations
+
+
+class SrmError(Exception):
+    """Root of every error this project raises on purpose; its message is meant for the user."""
+
+
+class ConfigError(SrmError):
+    """The YAML configuration is invalid; ``issues`` lists every problem with file, line and key."""
+
+    def __init__(self, issues: list[ConfigIssue]) -> None:
+        self.issues = issues
+        super().__init__("\n".join(str(issue) for issue in issues))
+
+
+class ConfigIssue:
+    """One problem in a configuration file: where (file, line, key path) and what."""
+
+    def __init__(self, file: str, line: int | None, key: str, message: str, flow: str | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+        self.flow = flow  # the flow the problem breaks, or None when it concerns the whole file
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"ConfigIssue({self!s})"
+
+
+class NotConfiguredError(SrmError):
+    """A cluster alias or flow that the configuration file does not define."""
+
+
+class RecordFormatError(SrmError):
+    """Bytes that do not decode as the expected MM2 record (names topic/partition/offset when known)."""
+
+
+class LocalClusterError(SrmError):
+    """A local development cluster cannot be started, stopped or reached."""
+
+
+class PortInUseError(LocalClusterError):
+    """A port a local cluster needs is taken by a process this project did not start."""
+
+
+class ClusterUnreachableError(SrmError):
+    """A Kafka cluster did not answer within the timeout (the message names its bootstrap servers)."""

@@ -1,0 +1,261 @@
+"""Local development clusters: single-node KRaft brokers on loopback, run from the Maven jars.
+
+``make kafka-up`` / ``kafka-down`` / ``kafka-status`` and the test fixtures use this module. Each
+cluster lives in ``<base>/kafka/<alias>/`` (``server.properties``, ``data/``, ``logs/``,
+``broker.pid``). ``up`` is idempotent; ``down`` stops only a process whose pid file this module
+wrote and whose command line names that cluster's ``server.properties``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from srm.config.model import Cluster, LocalBroker
+from srm.errors import LocalClusterError, PortInUseError
+from srm.jvm import kafka_command
+from srm.probe import broker_answers
+
+# A broker on this machine starts in 2-5 s; JIT warm-up on a loaded 2-core machine can take
+# several times that, and formatting a fresh log dir adds a JVM start of its own.
+START_TIMEOUT_S = 90.0
+# A clean shutdown flushes logs and closes the metadata log; past this we SIGKILL.
+STOP_TIMEOUT_S = 30.0
+
+# Dev-cluster settings. One node: every internal topic needs replication factor 1 and ISR 1.
+# Fewer partitions for __consumer_offsets / __transaction_state than the production default of
+# 50 make the first group commit and the first transaction start in well under a second.
+BASE_SERVER_PROPERTIES = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "false",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "10",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "10",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.retention.check.interval.ms": "10000",
+}
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    alias: str
+    bootstrap: str
+    pid: int | None
+    answering: bool
+
+    def __str__(self) -> str:
+        if self.pid is None:
+            return f"{self.alias:<10} {self.bootstrap:<18} stopped"
+        state = "running" if self.answering else "NOT ANSWERING"
+        return f"{self.alias:<10} {self.bootstrap:<18} {state} (pid {self.pid})"
+
+
+class LocalKafka:
+    """One local single-node cluster."""
+
+    def __init__(self, alias: str, broker: LocalBroker, base: Path) -> None:
+        self.alias = alias
+        self.broker = broker
+        self.home = base / "kafka" / alias
+        self.properties = self.home / "server.properties"
+        self.data = self.home / "data"
+        self.logs = self.home / "logs"
+        self.pidfile = self.home / "broker.pid"
+        self._process: subprocess.Popen[bytes] | None = None  # set when this object started the broker
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.broker.host}:{self.broker.port}"
+
+    def server_properties(self) -> dict[str, str]:
+        host, port, cport = self.broker.host, self.broker.port, self.broker.controller_port
+        props = dict(BASE_SERVER_PROPERTIES)
+        props.update(
+            {
+                "controller.quorum.voters": f"1@{host}:{cport}",
+                "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{cport}",
+                "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+                "log.dirs": str(self.data),
+            }
+        )
+        props.update(self.broker.server)
+        return props
+
+    def pid(self) -> int | None:
+        """Pid of the broker this module started for this cluster, if it still runs."""
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return None
+        return pid if str(self.properties) in cmdline else None
+
+    def state(self) -> ClusterState:
+        pid = self.pid()
+        return ClusterState(self.alias, self.bootstrap, pid, pid is not None and broker_answers(self.bootstrap))
+
+    def start(self) -> bool:
+        """Launch the broker unless it already runs; True if a process was started."""
+        if self.pid() is not None:
+            return False
+        self.pidfile.unlink(missing_ok=True)
+        for port, role in ((self.broker.port, "broker"), (self.broker.controller_port, "controller")):
+            if port_in_use(self.broker.host, port):
+                raise PortInUseError(
+                    f"cluster {self.alias}: {role} port {port} on {self.broker.host} is already in use by "
+                    f"another process (not a broker started by srm-control); stop that process or change "
+                    f"clusters.{self.alias} (bootstrap.servers / local.controller.port) in the config"
+                )
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.properties.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+        if not (self.data / "meta.properties").exists():
+            self._format()
+        with open(self.logs / "stdout.log", "ab") as out:
+            process = subprocess.Popen(
+                kafka_command("kafka.Kafka", str(self.properties), heap="1g", logs_dir=self.logs),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pidfile.write_text(f"{process.pid}\n")
+        self._process = process
+        return True
+
+    def _format(self) -> None:
+        command = kafka_command(
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            new_cluster_id(),
+            "-c",
+            str(self.properties),
+            logs_dir=self.logs,
+        )
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise LocalClusterError(
+                f"cluster {self.alias}: formatting {self.data} failed:\n{result.stdout}{result.stderr}"
+            )
+
+    def wait_until_answering(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            if not self._alive():
+                raise LocalClusterError(
+                    f"cluster {self.alias}: the broker exited during start-up; last lines of "
+                    f"{self.logs / 'server.log'}:\n{self.log_tail()}"
+                )
+            if broker_answers(self.bootstrap):
+                return
+            time.sleep(0.3)
+        raise LocalClusterError(
+            f"cluster {self.alias}: broker at {self.bootstrap} did not answer within {START_TIMEOUT_S:.0f} s; "
+            f"see {self.logs / 'server.log'}"
+        )
+
+    def _alive(self) -> bool:
+        # Right after fork the child's command line is still ours, so judge our own child by
+        # its process handle rather than by pid file and command line.
+        if self._process is not None:
+            return self._process.poll() is None
+        return self.pid() is not None
+
+    def stop(self) -> bool:
+        """Stop the broker this module started; True if there was one."""
+        pid = self.pid()
+        if pid is None:
+            self.pidfile.unlink(missing_ok=True)  # stale: that process is gone or is not ours
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and not _is_zombie(pid):
+            time.sleep(0.2)
+        if Path(f"/proc/{pid}").exists() and not _is_zombie(pid):
+            os.kill(pid, signal.SIGKILL)
+        _reap(pid)
+        self.pidfile.unlink(missing_ok=True)
+        self._process = None
+        return True
+
+    def log_tail(self, lines: int = 15) -> str:
+        for name in ("server.log", "stdout.log"):
+            path = self.logs / name
+            if path.exists() and path.stat().st_size:
+                return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        return "(no log output)"
+
+
+class LocalClusters:
+    """The local clusters of a configuration, started and stopped together."""
+
+    def __init__(self, clusters: Iterable[Cluster], base: Path) -> None:
+        self.members = [LocalKafka(c.alias, c.local, base) for c in clusters if c.local is not None]
+
+    def up(self) -> list[str]:
+        """Start every cluster that is not running and wait until all answer; idempotent."""
+        started = [m.start() for m in self.members]
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for member in self.members:
+            member.wait_until_answering(deadline)
+        return [
+            f"{m.alias}: {'started' if new else 'already running'} at {m.bootstrap} (pid {m.pid()})"
+            for m, new in zip(self.members, started, strict=True)
+        ]
+
+    def down(self) -> list[str]:
+        return [f"{m.alias}: {'stopped' if m.stop() else 'not running'}" for m in self.members]
+
+    def states(self) -> list[ClusterState]:
+        return [m.state() for m in self.members]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding, not starting with '-'."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return False
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when the broker is our own child (tests start it in-process)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)

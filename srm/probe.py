@@ -1,0 +1,34 @@
+"""Is a Kafka cluster there? Quick checks that log nothing and never hang."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any
+
+_quiet = logging.getLogger("srm.probe")
+_quiet.addHandler(logging.NullHandler())
+_quiet.propagate = False
+
+
+def broker_answers(bootstrap: str, timeout_s: float = 2.0) -> bool:
+    """True when a broker at ``bootstrap`` accepts a connection and returns cluster metadata."""
+    host, _, port = bootstrap.split(",", maxsplit=1)[0].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except OSError:
+        return False
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "logger": _quiet,
+        "socket.timeout.ms": int(timeout_s * 1000),
+    }
+    admin = AdminClient(settings)
+    try:
+        return bool(admin.list_topics(timeout=timeout_s).brokers)
+    except KafkaException:
+        return False

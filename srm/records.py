@@ -1,0 +1,226 @@
+"""MM2 wire formats: Heartbeat, Checkpoint and OffsetSync, byte for byte as MirrorMaker 2.
+
+Kafka protocol types, big-endian: INT16/INT32/INT64; STRING = INT16 length then UTF-8 bytes (null
+strings are not allowed). Fields follow in order with no names and no struct length; readers
+ignore trailing bytes. The "version" of heartbeats and checkpoints is an INT16 prefix inside the
+value bytes, not a record header. All three record types go to partition 0 of their topic.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, Self
+
+from srm.errors import RecordFormatError
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_MAX_STRING = 32767
+VERSION = 0
+
+
+@dataclass(frozen=True)
+class RecordLocation:
+    """Where a record came from, for error messages."""
+
+    topic: str
+    partition: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def int16(self, v: int) -> _Writer:
+        self._parts.append(_INT16.pack(v))
+        return self
+
+    def int32(self, v: int) -> _Writer:
+        self._parts.append(_INT32.pack(v))
+        return self
+
+    def int64(self, v: int) -> _Writer:
+        self._parts.append(_INT64.pack(v))
+        return self
+
+    def string(self, v: str) -> _Writer:
+        data = v.encode("utf-8")
+        if len(data) > _MAX_STRING:
+            raise ValueError(f"string of {len(data)} bytes exceeds the Kafka STRING limit of {_MAX_STRING}")
+        self._parts.append(_INT16.pack(len(data)) + data)
+        return self
+
+    def bytes(self) -> bytes:
+        return b"".join(self._parts)
+
+
+class _Reader:
+    def __init__(self, data: bytes | None, what: str) -> None:
+        if data is None:
+            raise ValueError(f"{what} is null")
+        self._data = data
+        self._pos = 0
+        self._what = what
+
+    def _take(self, n: int, field: str) -> bytes:
+        end = self._pos + n
+        if end > len(self._data):
+            raise ValueError(
+                f"{self._what} too short: field {field} needs {n} bytes at byte {self._pos}, "
+                f"only {len(self._data) - self._pos} left (total {len(self._data)} bytes)"
+            )
+        chunk = self._data[self._pos : end]
+        self._pos = end
+        return chunk
+
+    def int16(self, field: str) -> int:
+        return int(_INT16.unpack(self._take(2, field))[0])
+
+    def int32(self, field: str) -> int:
+        return int(_INT32.unpack(self._take(4, field))[0])
+
+    def int64(self, field: str) -> int:
+        return int(_INT64.unpack(self._take(8, field))[0])
+
+    def string(self, field: str) -> str:
+        length = self.int16(field + " length")
+        if length < 0:
+            raise ValueError(f"{self._what}: field {field} is a null string (length {length})")
+        raw = self._take(length, field)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{self._what}: field {field} is not valid UTF-8") from exc
+
+    def version(self) -> None:
+        version = self.int16("version")
+        if version != VERSION:
+            raise ValueError(f"{self._what}: unsupported version {version} (this reader knows {VERSION})")
+
+
+class KafkaMessage(Protocol):
+    """The part of ``confluent_kafka.Message`` the decoders use."""
+
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def topic(self) -> str | None: ...
+    def partition(self) -> int | None: ...
+    def offset(self) -> int | None: ...
+
+
+class _Record:
+    """Shared decode plumbing: turn any decoding problem into a RecordFormatError with context."""
+
+    KIND: ClassVar[str]
+
+    @classmethod
+    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+        raise NotImplementedError
+
+    @classmethod
+    def decode(cls, key: bytes | None, value: bytes | None, where: RecordLocation | None = None) -> Self:
+        """Decode one record; raise RecordFormatError naming the topic/partition/offset if known."""
+        try:
+            return cls._parse(_Reader(key, f"{cls.KIND} key"), _Reader(value, f"{cls.KIND} value"))
+        except (ValueError, struct.error) as exc:
+            location = f" at {where}" if where else ""
+            raise RecordFormatError(f"cannot decode {cls.KIND} record{location}: {exc}") from exc
+
+    @classmethod
+    def from_message(cls, message: KafkaMessage) -> Self:
+        where = RecordLocation(message.topic() or "?", message.partition() or 0, message.offset() or 0)
+        return cls.decode(message.key(), message.value(), where)
+
+    def key(self) -> bytes:
+        raise NotImplementedError
+
+    def value(self) -> bytes:
+        raise NotImplementedError
+
+    def as_produce_kwargs(self) -> dict[str, Any]:
+        """Arguments for ``Producer.produce(topic, **kwargs)``: MM2 writes these to partition 0."""
+        return {"key": self.key(), "value": self.value(), "partition": 0}
+
+
+@dataclass(frozen=True)
+class Heartbeat(_Record):
+    """Written every ``emit.heartbeats.interval.seconds`` to ``heartbeats`` on the target."""
+
+    KIND: ClassVar[str] = "heartbeat"
+    source_cluster_alias: str
+    target_cluster_alias: str
+    timestamp: int  # milliseconds since the epoch
+
+    def key(self) -> bytes:
+        return _Writer().string(self.source_cluster_alias).string(self.target_cluster_alias).bytes()
+
+    def value(self) -> bytes:
+        return _Writer().int16(VERSION).int64(self.timestamp).bytes()
+
+    @classmethod
+    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+        source, target = key.string("sourceClusterAlias"), key.string("targetClusterAlias")
+        value.version()
+        return cls(source, target, value.int64("timestamp"))
+
+
+@dataclass(frozen=True)
+class Checkpoint(_Record):
+    """A consumer group's committed source offset translated to the target.
+
+    ``topic``/``partition`` are the downstream (renamed) ones; ``upstream_offset`` is the group's
+    offset on the source, ``downstream_offset`` the position to resume from on the target.
+    """
+
+    KIND: ClassVar[str] = "checkpoint"
+    group: str
+    topic: str
+    partition: int
+    upstream_offset: int
+    downstream_offset: int
+    metadata: str = ""
+
+    def key(self) -> bytes:
+        return _Writer().string(self.group).string(self.topic).int32(self.partition).bytes()
+
+    def value(self) -> bytes:
+        w = _Writer().int16(VERSION).int64(self.upstream_offset).int64(self.downstream_offset)
+        return w.string(self.metadata).bytes()
+
+    @classmethod
+    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+        group, topic, partition = key.string("group"), key.string("topic"), key.int32("partition")
+        value.version()
+        upstream, downstream = value.int64("upstreamOffset"), value.int64("offset")
+        return cls(group, topic, partition, upstream, downstream, value.string("metadata"))
+
+
+@dataclass(frozen=True)
+class OffsetSync(_Record):
+    """A pair (offset on the source, offset of the same record on the target) for one partition.
+
+    ``topic``/``partition`` are the upstream ones. Unlike the other two, the value has no version.
+    """
+
+    KIND: ClassVar[str] = "offset-sync"
+    topic: str
+    partition: int
+    upstream_offset: int
+    downstream_offset: int
+
+    def key(self) -> bytes:
+        return _Writer().string(self.topic).int32(self.partition).bytes()
+
+    def value(self) -> bytes:
+        return _Writer().int64(self.upstream_offset).int64(self.downstream_offset).bytes()
+
+    @classmethod
+    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+        topic, partition = key.string("topic"), key.int32("partition")
+        return cls(topic, partition, value.int64("upstreamOffset"), value.int64("offset"))

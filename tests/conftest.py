@@ -1,0 +1,88 @@
+"""Shared fixtures: one pair of real Kafka clusters per test session, unique names per test.
+
+By default the session starts two single-node KRaft brokers (``us-west``, ``us-east``) on free
+loopback ports in a temporary folder, with the same code as ``make kafka-up``, and stops them at
+the end. ``SRM_TEST_CONFIG=conf/srm.yaml`` (after ``make kafka-up``) runs the tests against
+clusters that are already running instead.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from srm.config import SrmConfig, load_config
+from srm.local import LocalClusters
+from srm.probe import broker_answers
+
+EXISTING_CLUSTERS_ENV = "SRM_TEST_CONFIG"
+TEST_CONFIG = """\
+# Written by tests/conftest.py for one test session.
+defaults:
+  replication.factor: 1
+  heartbeats.topic.replication.factor: 1
+  checkpoints.topic.replication.factor: 1
+  offset-syncs.topic.replication.factor: 1
+clusters:
+  us-west:
+    bootstrap.servers: 127.0.0.1:{p0}
+    local: {{controller.port: {p1}}}
+  us-east:
+    bootstrap.servers: 127.0.0.1:{p2}
+    local: {{controller.port: {p3}}}
+flows:
+  - {{source: us-west, target: us-east}}
+  - {{source: us-east, target: us-west}}
+"""
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_config_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Path of a config whose first two clusters run for the whole session."""
+    existing = os.environ.get(EXISTING_CLUSTERS_ENV)
+    if existing:
+        config = load_config(existing)
+        for cluster in config.clusters[:2]:
+            if not broker_answers(cluster.bootstrap_servers or ""):
+                pytest.fail(f"{EXISTING_CLUSTERS_ENV}={existing}: cluster {cluster.alias} does not answer")
+        yield Path(existing)
+        return
+    base = tmp_path_factory.mktemp("kafka")
+    path = base / "srm-test.yaml"
+    ports = free_ports(4)
+    path.write_text(TEST_CONFIG.format(**{f"p{i}": port for i, port in enumerate(ports)}))
+    clusters = LocalClusters(load_config(path).local_clusters(), base)
+    try:
+        clusters.up()
+        yield path
+    finally:
+        clusters.down()
+
+
+@pytest.fixture(scope="session")
+def kafka(kafka_config_path: Path) -> SrmConfig:
+    """The session's configuration; ``kafka.clusters[0]``/``[1]`` are running."""
+    return load_config(kafka_config_path)
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """Names no other test uses: ``unique("orders")`` -> ``orders-3f9a1c2b``."""
+    token = uuid.uuid4().hex[:8]
+    return lambda prefix: f"{prefix}-{token}"

@@ -1,0 +1,39 @@
+"""Helpers for tests that talk to real clusters: produce, read a whole topic."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from srm import clients
+from srm.config.model import Cluster
+
+
+def produce(cluster: Cluster, topic: str, records: list[dict[str, Any]]) -> None:
+    """Produce ``records`` (kwargs of ``Producer.produce``) idempotently; fail if any is not acked."""
+    producer = clients.producer(cluster, **{"enable.idempotence": True})
+    for record in records:
+        producer.produce(topic, **record)
+    assert producer.flush(30) == 0, f"records to {topic} not acknowledged"
+
+
+def read_all(cluster: Cluster, topic: str, expected: int, timeout_s: float = 30.0) -> list[Any]:
+    """Every committed record of ``topic`` from the beginning, waiting until ``expected`` arrived.
+
+    Assigns partitions directly (no group rebalance), so a read takes milliseconds.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    consumer = clients.consumer(cluster, "srm-test-reader")
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(records) < expected and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=500, timeout=0.2):
+                assert message.error() is None, message.error()
+                records.append(message)
+    finally:
+        consumer.close()
+    return records

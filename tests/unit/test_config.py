@@ -1,0 +1,229 @@
+"""The configuration model: defaults, the five precedence levels, loops, secrets."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr, ValidationError
+
+from srm.clients import client_settings
+from srm.config import FlowSettings, SrmConfig, load_config, parse_config
+from srm.config.summary import summary_json, summary_lines
+from srm.errors import NotConfiguredError, SrmError
+
+ROOT = Path(__file__).parents[2]
+TWO = """
+clusters:
+  a: {bootstrap.servers: "127.0.0.1:1"}
+  b: {bootstrap.servers: "127.0.0.1:2"}
+  c: {bootstrap.servers: "127.0.0.1:3"}
+"""
+
+
+def parse(text: str) -> SrmConfig:
+    config, issues = parse_config(text, "test.yaml")
+    assert not issues, "\n".join(map(str, issues))
+    assert config is not None
+    return config
+
+
+def test_shipped_config_is_valid_with_two_local_clusters() -> None:
+    config = load_config(ROOT / "conf" / "srm.yaml")
+    assert {c.alias for c in config.local_clusters()} >= {"us-west", "us-east"}
+    assert config.flow("us-west", "us-east").enabled
+
+
+def test_mm2_defaults_apply_when_nothing_is_set() -> None:
+    s = parse(TWO + "flows:\n  - {source: a, target: b}\n").flow("a", "b").settings
+    assert s.topics == (".*",)
+    assert s.topics_exclude == (r".*[\-\.]internal", r".*\.replica", r"__.*")
+    assert s.groups_exclude == ("console-consumer-.*", "connect-.*", "__.*")
+    assert (s.replication_factor, s.offset_lag_max, s.tasks_max) == (2, 100, 1)
+    assert (s.emit_heartbeats_interval_seconds, s.emit_checkpoints_interval_seconds) == (1, 60)
+    assert (s.refresh_topics_interval_seconds, s.sync_topic_configs_interval_seconds) == (600, 600)
+    assert s.sync_group_offsets_enabled is False and s.sync_topic_acls_enabled is True
+    assert s.offset_syncs_topic_location == "source" and s.use_defaults_from == "target"
+    assert (s.mode, s.start, s.exactly_once, s.on_data_loss) == ("continuous", "earliest", True, "fail")
+    assert len(s.config_properties_exclude) == 6
+
+
+def test_five_levels_of_precedence() -> None:
+    config = parse("""
+defaults: {replication.factor: 3, offset.lag.max: 10, tasks.max: 4, emit.checkpoints.interval.seconds: 30}
+clusters:
+  a: {bootstrap.servers: "127.0.0.1:1", source_defaults: {replication.factor: 5, offset.lag.max: 20, tasks.max: 6}}
+  b: {bootstrap.servers: "127.0.0.1:2", target_defaults: {replication.factor: 7, offset.lag.max: 30}}
+flows:
+  - {source: a, target: b, replication.factor: 9}
+  - {source: b, target: a}
+""")
+    ab = config.flow("a", "b").settings
+    assert (ab.replication_factor, ab.offset_lag_max, ab.tasks_max, ab.emit_checkpoints_interval_seconds) == (
+        9,
+        30,
+        6,
+        30,
+    )
+    ba = config.flow("b", "a").settings  # b is the source here: only a's target_defaults would apply
+    assert (ba.replication_factor, ba.offset_lag_max, ba.tasks_max) == (3, 10, 4)
+
+
+def test_lists_accept_mm2_comma_strings_and_empty_means_nothing() -> None:
+    config = parse(TWO + "flows:\n  - {source: a, target: b, topics: 'orders, payments\\..*', groups: ''}\n")
+    s = config.flow("a", "b").settings
+    assert s.topics == ("orders", r"payments\..*")
+    assert s.groups == ()
+
+
+def test_start_timestamp_without_zone_is_utc() -> None:
+    s = parse(TWO + "flows:\n  - {source: a, target: b, start: '2026-11-01T08:00:00'}\n").flows[0].settings
+    assert s.start == datetime(2026, 11, 1, 8, tzinfo=UTC)
+
+
+def test_scheduled_flow_with_cron() -> None:
+    s = parse(TWO + "flows:\n  - {source: a, target: b, mode: scheduled, schedule: '*/15 * * * *'}\n").flows[0].settings
+    assert (s.mode, s.schedule) == ("scheduled", "*/15 * * * *")
+
+
+def test_identity_flows_with_disjoint_topics_are_not_a_loop() -> None:
+    config = parse(
+        """
+defaults: {replication.policy.class: identity}
+"""
+        + TWO
+        + """
+flows:
+  - {source: a, target: b, topics: [orders]}
+  - {source: b, target: a, topics: [payments]}
+"""
+    )
+    assert all(f.prefixless for f in config.flows)
+
+
+def test_identity_loop_over_three_clusters_is_spelled_out() -> None:
+    _, issues = parse_config(
+        "defaults: {replication.policy.class: identity}\n"
+        + TWO
+        + """
+flows:
+  - {source: a, target: b}
+  - {source: b, target: c}
+  - {source: c, target: a, topics: ['inv.*']}
+  - {source: a, target: c, replication.policy.class: default}
+""",
+        "t.yaml",
+    )
+    assert len(issues) == 1
+    assert "flows a->b and b->c and c->a form a loop: all admit topic 'inv'" in issues[0].message
+    assert "(a:inv -> b:inv -> c:inv -> a:inv -> ...)" in issues[0].message
+
+
+def test_disabled_flow_breaks_a_loop() -> None:
+    parse(
+        "defaults: {replication.policy.class: identity}\n"
+        + TWO
+        + "flows:\n  - {source: a, target: b}\n  - {source: b, target: a, enabled: false}\n"
+    )
+
+
+def test_default_policy_two_way_is_fine() -> None:
+    config = parse(TWO + "flows:\n  - {source: a, target: b}\n  - {source: b, target: a}\n")
+    assert not any(f.prefixless for f in config.flows)
+    assert config.flow("b", "a").policy.format_remote_topic("b", "t") == "b.t"
+
+
+def test_model_is_frozen() -> None:
+    config = parse(TWO + "flows:\n  - {source: a, target: b}\n")
+    with pytest.raises(ValidationError):
+        config.flows[0].settings.replication_factor = 5  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        config.flows = ()  # type: ignore[misc]
+
+
+def test_lookups_name_what_is_configured() -> None:
+    config = parse(TWO + "flows:\n  - {source: a, target: b}\n")
+    with pytest.raises(NotConfiguredError, match=r"no flow b->a in test.yaml \(configured: a->b\)"):
+        config.flow("b", "a")
+    with pytest.raises(NotConfiguredError, match="unknown cluster alias 'z'"):
+        config.cluster("z")
+
+
+SECRET_CONFIG = """
+clusters:
+  a:
+    bootstrap.servers: "127.0.0.1:1"
+    client:
+      security.protocol: SASL_SSL
+      sasl.mechanism: PLAIN
+      sasl.username: svc
+      sasl.password: hunter2-inline-secret
+  b:
+    bootstrap.servers: "127.0.0.1:2"
+    client: {sasl.username: svc, sasl.password: "${env:SRM_TEST_B_PASSWORD}", sasl.mechanism: PLAIN}
+flows:
+  - {source: a, target: b}
+"""
+
+
+def test_secrets_never_appear_in_repr_summary_or_json() -> None:
+    config = parse(SECRET_CONFIG)
+    assert isinstance(config.cluster("a").client["sasl.password"], SecretStr)
+    rendered = [repr(config), str(config), "\n".join(summary_lines(config)), json.dumps(summary_json(config))]
+    for text in rendered:
+        assert "hunter2-inline-secret" not in text
+    assert "sasl.password=**********" in rendered[2]
+
+
+def test_env_references_resolve_only_when_a_client_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = parse(SECRET_CONFIG)
+    monkeypatch.delenv("SRM_TEST_B_PASSWORD", raising=False)
+    with pytest.raises(
+        SrmError, match=r"cluster b, sasl\.password: environment variable SRM_TEST_B_PASSWORD is not set"
+    ):
+        client_settings(config.cluster("b"), "producer")
+    monkeypatch.setenv("SRM_TEST_B_PASSWORD", "s3cret-from-env")
+    settings = client_settings(config.cluster("b"), "producer", **{"acks": "all"})
+    assert settings["sasl.password"] == "s3cret-from-env"
+    assert settings["bootstrap.servers"] == "127.0.0.1:2" and settings["acks"] == "all"
+    assert "s3cret-from-env" not in repr(config)
+
+
+def test_file_references_read_a_properties_file(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text("# kafka\nb.password = from-file\n")
+    config = parse(SECRET_CONFIG.replace("${env:SRM_TEST_B_PASSWORD}", f"${{file:{secrets}:b.password}}"))
+    assert client_settings(config.cluster("b"), "admin")["sasl.password"] == "from-file"
+
+
+def test_airflow_connection_supplies_bootstrap_and_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KAFKA_EAST",
+        json.dumps(
+            {
+                "conn_type": "kafka",
+                "login": "svc",
+                "password": "conn-secret",
+                "extra": {"bootstrap.servers": "k1:9092,k2:9092", "security.protocol": "SASL_SSL"},
+            }
+        ),
+    )
+    config = parse("""
+clusters:
+  a: {bootstrap.servers: "127.0.0.1:1"}
+  b: {connection_id: kafka_east, client: {sasl.mechanism: SCRAM-SHA-512}}
+flows:
+  - {source: a, target: b}
+""")
+    assert config.cluster("b").describe() == "Airflow connection 'kafka_east'"
+    settings = client_settings(config.cluster("b"), "consumer")
+    assert settings["bootstrap.servers"] == "k1:9092,k2:9092"
+    assert (settings["sasl.username"], settings["sasl.password"]) == ("svc", "conn-secret")
+    assert settings["security.protocol"] == "SASL_SSL" and settings["sasl.mechanism"] == "SCRAM-SHA-512"
+
+
+def test_flow_settings_alone_validate_cross_field_rules() -> None:
+    with pytest.raises(ValidationError, match="needs a schedule"):
+        FlowSettings.model_validate({"mode": "scheduled"})

@@ -1,0 +1,91 @@
+"""MM2 wire formats: the test vectors of mm2-compat.md section 2, and garbage handling."""
+
+from __future__ import annotations
+
+import pytest
+
+from srm.errors import RecordFormatError
+from srm.records import Checkpoint, Heartbeat, OffsetSync, RecordLocation
+
+
+def hx(text: str) -> bytes:
+    return bytes.fromhex(text.replace(" ", ""))
+
+
+def test_heartbeat_vector() -> None:
+    hb = Heartbeat("source-1", "target-2", 1234567890)
+    assert hb.key() == hx("0008 736f757263652d31 0008 7461726765742d32")
+    assert hb.value() == hx("0000 00000000499602d2")
+    assert Heartbeat.decode(hb.key(), hb.value()) == hb
+
+
+def test_checkpoint_vector() -> None:
+    cp = Checkpoint("group-1", "topic-2", 3, 4, 5, "metadata-6")
+    assert cp.key() == hx("0007 67726f75702d31 0007 746f7069632d32 00000003")
+    assert cp.value() == hx("0000 0000000000000004 0000000000000005 000a 6d657461646174612d36")
+    assert Checkpoint.decode(cp.key(), cp.value()) == cp
+
+
+def test_checkpoint_vector_with_empty_metadata() -> None:
+    cp = Checkpoint("consumer-group-1", "primary.test-topic-1", 3, 100, 42, "")
+    assert cp.value() == hx("0000 0000000000000064 000000000000002a 0000")
+    assert Checkpoint.decode(cp.key(), cp.value()).metadata == ""
+
+
+def test_offset_sync_vector() -> None:
+    sync = OffsetSync("topic-1", 2, 3, 4)
+    assert sync.key() == hx("0007 746f7069632d31 00000002")
+    assert sync.value() == hx("0000000000000003 0000000000000004")
+    assert OffsetSync.decode(sync.key(), sync.value()) == sync
+
+
+def test_readers_ignore_trailing_bytes() -> None:
+    hb = Heartbeat("a", "b", 7)
+    assert Heartbeat.decode(hb.key() + b"\x00\x01", hb.value() + b"extra") == hb
+
+
+def test_unicode_and_large_offsets_round_trip() -> None:
+    cp = Checkpoint("grüppe-✓", "région.tópico", 2**31 - 1, 2**63 - 1, 0, "m")
+    assert Checkpoint.decode(cp.key(), cp.value()) == cp
+
+
+def test_produce_kwargs_target_partition_zero() -> None:
+    kwargs = OffsetSync("t", 5, 1, 2).as_produce_kwargs()
+    assert kwargs["partition"] == 0
+    assert kwargs["key"] == OffsetSync("t", 5, 1, 2).key()
+
+
+WHERE = RecordLocation("us-west.checkpoints.internal", 0, 42)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (hx("0007 67726f75702d31"), hx("0000"), "field topic length needs 2 bytes"),
+        (hx("0010 6162"), hx("0000"), "field group needs 16 bytes"),
+        (
+            Checkpoint("g", "t", 0, 1, 2).key(),
+            hx("0001 0000000000000001 0000000000000002 0000"),
+            "unsupported version 1",
+        ),
+        (None, hx("0000"), "checkpoint key is null"),
+        (hx("ffff"), hx("0000"), "null string"),
+        (hx("0002 fffe 0001 61 00000000"), hx("0000"), "not valid UTF-8"),
+    ],
+)
+def test_garbage_raises_clear_error_with_location(key: bytes | None, value: bytes, message: str) -> None:
+    with pytest.raises(RecordFormatError) as err:
+        Checkpoint.decode(key, value, WHERE)
+    text = str(err.value)
+    assert message in text
+    assert "topic 'us-west.checkpoints.internal' partition 0 offset 42" in text
+
+
+def test_garbage_without_location_still_explains() -> None:
+    with pytest.raises(RecordFormatError, match="cannot decode offset-sync record: offset-sync value too short"):
+        OffsetSync.decode(OffsetSync("t", 0, 1, 2).key(), b"\x00")
+
+
+def test_oversized_string_is_refused_on_encode() -> None:
+    with pytest.raises(ValueError, match="exceeds the Kafka STRING limit"):
+        Heartbeat("x" * 40000, "b", 1).key()
