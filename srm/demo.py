@@ -48,7 +48,7 @@ def show_clusters(config: SrmConfig) -> None:
             topics = describe(clients.admin_client(cluster), consumer)
         finally:
             consumer.close()
-        print(f"{cluster.alias} ({cluster.bootstrap_servers}): {len(topics)} topics")
+        print(f"{cluster.alias} ({cluster.bootstrap_servers}): {len(topics)} topic(s)")
         for info in topics:
             print(f"  {info}")
 
