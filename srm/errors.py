@@ -51,3 +51,15 @@ class PortInUseError(LocalClusterError):
 
 class ClusterUnreachableError(SrmError):
     """A Kafka cluster did not answer within the timeout (the message names its bootstrap servers)."""
+
+
+class ReplicationError(SrmError):
+    """Replication of a flow cannot go on; the message names topic/partition/offset and the fix."""
+
+
+class DataLossError(ReplicationError):
+    """Source records were removed before they were copied and the flow's on_data_loss is 'fail'."""
+
+
+class TopicConflictError(ReplicationError):
+    """A topic exists with settings the flow cannot work with (it is left unchanged)."""

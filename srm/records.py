@@ -224,3 +224,43 @@ class OffsetSync(_Record):
     def _parse(cls, key: _Reader, value: _Reader) -> Self:
         topic, partition = key.string("topic"), key.int32("partition")
         return cls(topic, partition, value.int64("upstreamOffset"), value.int64("offset"))
+
+
+@dataclass(frozen=True)
+class OffsetRunsRecord(_Record):
+    """This project's exact sync history: one record per source partition per transaction.
+
+    Written to ``srm-offset-syncs.<source>.internal`` on the target inside the same transaction as
+    the data it describes, so the history can never disagree with what the target holds. Key:
+    STRING upstream topic, INT32 partition. Value: INT16 version, STRING upstream topic id,
+    INT64 next upstream offset to copy (the progress after this transaction), INT32 run count,
+    then per run INT64 upstream first, INT64 downstream first, INT32 length.
+    """
+
+    KIND: ClassVar[str] = "offset-runs"
+    topic: str
+    partition: int
+    topic_id: str
+    next_offset: int
+    runs: tuple[tuple[int, int, int], ...]
+
+    def key(self) -> bytes:
+        return _Writer().string(self.topic).int32(self.partition).bytes()
+
+    def value(self) -> bytes:
+        w = _Writer().int16(VERSION).string(self.topic_id).int64(self.next_offset).int32(len(self.runs))
+        for source_first, target_first, length in self.runs:
+            w.int64(source_first).int64(target_first).int32(length)
+        return w.bytes()
+
+    @classmethod
+    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+        topic, partition = key.string("topic"), key.int32("partition")
+        value.version()
+        topic_id, next_offset, count = value.string("topicId"), value.int64("nextOffset"), value.int32("runCount")
+        if count < 0:
+            raise ValueError(f"{cls.KIND} value: negative run count {count}")
+        runs = tuple(
+            (value.int64("sourceFirst"), value.int64("targetFirst"), value.int32("length")) for _ in range(count)
+        )
+        return cls(topic, partition, topic_id, next_offset, runs)

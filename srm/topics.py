@@ -1,11 +1,17 @@
-"""Topic administration on one cluster: idempotent creation, listing, record counts."""
+"""Topic administration on one cluster: creation, configs, offsets, ids, record counts.
+
+Every call resolves its futures, retries retriable errors (see :mod:`srm.retry`) and raises
+SrmError naming the topic otherwise.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from srm.errors import SrmError
+from srm.retry import retrying
+from srm.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
 
@@ -20,6 +26,14 @@ class TopicInfo:
         return f"{self.name} ({self.partitions} partitions, {self.records} records)"
 
 
+def _resolve(futures: dict[Any, Any]) -> dict[Any, Any]:
+    return {key: future.result(timeout=ADMIN_TIMEOUT_S) for key, future in futures.items()}
+
+
+def _admin(request: Callable[[], dict[Any, Any]], what: str) -> dict[Any, Any]:
+    return retrying(lambda: _resolve(request()), what)
+
+
 def ensure_topic(
     admin: Any, name: str, partitions: int, replication_factor: int = 1, config: dict[str, str] | None = None
 ) -> bool:
@@ -28,19 +42,22 @@ def ensure_topic(
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=config or {})
-    future = admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S)[name]
-    try:
-        future.result(timeout=ADMIN_TIMEOUT_S)
-    except KafkaException as exc:
-        if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
-            return False
-        raise SrmError(f"cannot create topic {name!r}: {exc.args[0].str()}") from None
-    return True
+
+    def create() -> bool:
+        try:
+            admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S)[name].result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return False
+            raise
+        return True
+
+    return retrying(create, f"cannot create topic {name!r}")
 
 
 def partition_counts(admin: Any, include_internal: bool = False) -> dict[str, int]:
     """Topic name -> partition count."""
-    metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), "cannot list topics")
     return {
         name: len(topic.partitions)
         for name, topic in metadata.topics.items()
@@ -52,10 +69,15 @@ def watermarks(consumer: Any, topic: str, partitions: int) -> dict[int, tuple[in
     """Partition -> (low, high) watermark offsets."""
     from confluent_kafka import TopicPartition
 
-    return {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=ADMIN_TIMEOUT_S, cached=False)
-        for p in range(partitions)
-    }
+    def marks(partition: int) -> tuple[int, int]:
+        request = TopicPartition(topic, partition)
+        low_high: tuple[int, int] = retrying(
+            lambda: consumer.get_watermark_offsets(request, timeout=ADMIN_TIMEOUT_S, cached=False),
+            f"cannot read the offsets of {topic}[{partition}]",
+        )
+        return low_high
+
+    return {p: marks(p) for p in range(partitions)}
 
 
 def describe(admin: Any, consumer: Any, include_internal: bool = False) -> list[TopicInfo]:
@@ -65,3 +87,82 @@ def describe(admin: Any, consumer: Any, include_internal: bool = False) -> list[
         marks = watermarks(consumer, name, count)
         infos.append(TopicInfo(name, count, sum(high - low for low, high in marks.values())))
     return infos
+
+
+def describe_config_values(admin: Any, topic: str) -> list[ConfigValue]:
+    """Every config of ``topic`` with where its value comes from."""
+    from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType  # type: ignore[attr-defined]
+
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = _admin(lambda: admin.describe_configs([resource]), f"cannot read the configs of topic {topic!r}")
+    return [
+        ConfigValue(e.name, e.value, ConfigSource(e.source).name, bool(e.is_read_only), bool(e.is_sensitive))
+        for e in entries[resource].values()
+    ]
+
+
+def describe_topic_configs(admin: Any, topic: str) -> dict[str, str | None]:
+    return {c.name: c.value for c in describe_config_values(admin, topic)}
+
+
+def topic_replication_factors(admin: Any, topics: list[str]) -> dict[str, int]:
+    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), "cannot list topics").topics
+    return {t: len(metadata[t].partitions[0].replicas) for t in topics if t in metadata and metadata[t].partitions}
+
+
+def broker_count(admin: Any) -> int:
+    return len(retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), "cannot list brokers").brokers)
+
+
+def topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
+    """Topic name -> Kafka topic id (changes when a topic is deleted and created again)."""
+    from confluent_kafka import TopicCollection
+
+    if not topics:
+        return {}
+    described = _admin(
+        lambda: admin.describe_topics(TopicCollection(topics), request_timeout=ADMIN_TIMEOUT_S),
+        "cannot describe topics",
+    )
+    return {name: str(info.topic_id) for name, info in described.items()}
+
+
+def list_offsets(admin: Any, partitions: list[tuple[str, int]], spec: str) -> dict[tuple[str, int], int]:
+    """``latest`` (read_committed: the last stable offset) or ``earliest`` offset of each partition."""
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    offset_spec = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+    return _offsets(admin, {tp: offset_spec for tp in partitions})
+
+
+def offsets_for_time(admin: Any, partitions: list[tuple[str, int]], timestamp_ms: int) -> dict[tuple[str, int], int]:
+    """First offset at or after ``timestamp_ms`` per partition (the end offset when none is)."""
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    found = _offsets(admin, {tp: OffsetSpec.for_timestamp(timestamp_ms) for tp in partitions})
+    missing = [tp for tp, offset in found.items() if offset < 0]
+    return {**found, **list_offsets(admin, missing, "latest")}
+
+
+def _offsets(admin: Any, specs: dict[tuple[str, int], Any]) -> dict[tuple[str, int], int]:
+    from confluent_kafka import IsolationLevel, TopicPartition
+
+    if not specs:
+        return {}
+    request = {TopicPartition(t, p): spec for (t, p), spec in specs.items()}
+    results = _admin(
+        lambda: admin.list_offsets(
+            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=ADMIN_TIMEOUT_S
+        ),
+        "cannot list offsets of " + ", ".join(sorted({t for t, _ in specs})),
+    )
+    return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
+
+
+def create_partitions(admin: Any, topic: str, total: int) -> None:
+    from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
+
+    _admin(
+        lambda: admin.create_partitions([NewPartitions(topic, total)], operation_timeout=ADMIN_TIMEOUT_S),
+        f"cannot grow topic {topic!r} to {total} partitions",
+    )

@@ -13,6 +13,7 @@ import socket
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +80,18 @@ def kafka_config_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 def kafka(kafka_config_path: Path) -> SrmConfig:
     """The session's configuration; ``kafka.clusters[0]``/``[1]`` are running."""
     return load_config(kafka_config_path)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One Spark session for every in-process replication run of the test session."""
+    from srm.sparkapp import build_session
+
+    session = build_session(
+        "srm-tests", "local[2, 4]", {"spark.ui.enabled": "false", "spark.python.worker.faulthandler.enabled": "true"}
+    )
+    yield session
+    session.stop()
 
 
 @pytest.fixture

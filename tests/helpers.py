@@ -31,7 +31,7 @@ def read_all(cluster: Cluster, topic: str, expected: int, timeout_s: float = 30.
     deadline = time.monotonic() + timeout_s
     try:
         while len(records) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=500, timeout=0.2):
+            for message in consumer.consume(num_messages=500, timeout=0.05):
                 assert message.error() is None, message.error()
                 records.append(message)
     finally:

@@ -19,20 +19,30 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srm.config.clusters import ClusterSpec, check_alias, client_problems, to_cluster
 from srm.config.flows import FlowBuilder
 from srm.config.issues import unknown_key, validation_issues
 from srm.config.loops import loop_issues
-from srm.config.model import Cluster, SrmConfig
+from srm.config.model import Cluster, SrmConfig, Storage
 from srm.config.settings import PartialSettings, option_names
 from srm.config.yamlsource import YamlDocument, read_yaml
 from srm.errors import ConfigError, ConfigIssue
+from srm.paths import local_dir
+
+
+class StorageSpec(BaseModel):
+    """``storage:`` as written."""
+
+    model_config = ConfigDict(extra="forbid")
+    warehouse: str | None = Field(None, min_length=1)
+    checkpoints: str | None = Field(None, min_length=1)
+
 
 log = logging.getLogger(__name__)
 
-TOP_LEVEL_KEYS = ("defaults", "clusters", "flows")
+TOP_LEVEL_KEYS = ("defaults", "clusters", "flows", "storage")
 CLUSTER_KEYS = tuple(f.alias or n for n, f in ClusterSpec.model_fields.items())
 CONFIG_ENV = "SRM_CONFIG"
 
@@ -116,8 +126,26 @@ class _Builder:
             defaults=defaults or {},
             clusters=tuple(clusters),
             flows=tuple(f for f in flows if f.name not in broken),
+            storage=self._storage(data.get("storage")),
         )
         return config, self.issues
+
+    def _storage(self, raw: Any) -> Storage:
+        """Relative paths are relative to the configuration file's folder; URIs are kept."""
+        defaults = {"warehouse": str(local_dir() / "warehouse"), "checkpoints": str(local_dir() / "checkpoints")}
+        if raw is None:
+            return Storage(**defaults)
+        try:
+            spec = StorageSpec.model_validate(raw)
+        except ValidationError as exc:
+            self.issues += validation_issues(self.doc, ("storage",), exc, list(StorageSpec.model_fields))
+            return Storage(**defaults)
+        base = Path(self.doc.file).resolve().parent
+        resolved = {
+            key: value if "://" in value or Path(value).is_absolute() else str(base / value)
+            for key, value in spec.model_dump(exclude_none=True).items()
+        }
+        return Storage(**{**defaults, **resolved})
 
     def _settings(self, raw: Any, path: tuple[str, ...]) -> dict[str, Any] | None:
         if raw is None:

@@ -79,6 +79,13 @@ class Flow(_Frozen):
         return self.policy.format_remote_topic(self.source, "orders") == "orders"
 
 
+class Storage(_Frozen):
+    """Where the warehouse tables and the Spark checkpoints live (absolute paths or URIs)."""
+
+    warehouse: str
+    checkpoints: str
+
+
 class SrmConfig(_Frozen):
     """The whole configuration file, parsed once."""
 
@@ -86,6 +93,7 @@ class SrmConfig(_Frozen):
     defaults: dict[str, Any] = Field(default_factory=dict)  # global settings as written
     clusters: tuple[Cluster, ...]
     flows: tuple[Flow, ...]
+    storage: Storage
 
     def cluster(self, alias: str) -> Cluster:
         for cluster in self.clusters:

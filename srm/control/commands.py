@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from srm.config.summary import summary_json, summary_lines
 from srm.errors import SrmError
 from srm.local import LocalClusters
 from srm.paths import local_dir
+from srm.sparkapp import spark_submit_command, submit_environment
 
 
 def validate(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -37,6 +40,30 @@ def import_mm2(args: argparse.Namespace) -> dict[str, Any] | None:
         return {"yaml": result.data, "warnings": result.warnings}
     print(result.to_yaml(str(path)), end="")
     return None
+
+
+def run(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Replace this process with spark-submit, so signals reach Spark directly."""
+    config = load_config(args.config, strict=True)
+    flow = config.flow(args.source, args.target)
+    job_args = [
+        "--source",
+        flow.source,
+        "--target",
+        flow.target,
+        "--mode",
+        args.mode,
+        "--config",
+        str(Path(config.file).resolve()),
+    ]
+    command = spark_submit_command(f"{args.job}.py", job_args, args.master)
+    if args.json:
+        return {"command": command}
+    if args.dry_run:
+        print(shlex.join(command))
+        return None
+    sys.stdout.flush()
+    os.execve(command[0], command, submit_environment())
 
 
 def local(args: argparse.Namespace) -> dict[str, Any] | None:

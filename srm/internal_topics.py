@@ -1,0 +1,112 @@
+"""Internal topics of a flow: names (MM2's where MM2 has the concept), settings, creation, checks.
+
+An existing internal topic with the wrong cleanup.policy, partition count or replication factor
+is never altered: the check raises TopicConflictError naming topic, setting, expected and found.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from srm.config.model import Flow
+from srm.errors import TopicConflictError
+from srm.topics import describe_topic_configs, ensure_topic, partition_counts, topic_replication_factors
+
+log = logging.getLogger(__name__)
+
+# The exact sync history is the durable buffer between a transaction and the warehouse table
+# that keeps the whole history; a week covers any outage of the warehouse ingest.
+HISTORY_RETENTION_MS = 7 * 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class InternalTopic:
+    name: str
+    cluster: str  # alias
+    cleanup_policy: str
+    replication_factor: int
+    partitions: int = 1
+    config: dict[str, str] = field(default_factory=dict)
+
+
+def history_topic_name(flow: Flow) -> str:
+    """``srm-offset-syncs.<source>.internal`` on the target, shaped by the policy's separators."""
+    return "srm" + flow.policy.offset_syncs_topic(flow.source).removeprefix("mm2")
+
+
+def history_topic(flow: Flow) -> InternalTopic:
+    return InternalTopic(
+        name=history_topic_name(flow),
+        cluster=flow.target,
+        cleanup_policy="delete",
+        replication_factor=flow.settings.offset_syncs_topic_replication_factor,
+        config={"retention.ms": str(HISTORY_RETENTION_MS)},
+    )
+
+
+def mm2_offset_syncs_topic(flow: Flow) -> InternalTopic:
+    """MM2's ``mm2-offset-syncs.<target>.internal`` on the source (or ``.<source>.`` on the target)."""
+    on_target = flow.settings.offset_syncs_topic_location == "target"
+    return InternalTopic(
+        name=flow.policy.offset_syncs_topic(flow.source if on_target else flow.target),
+        cluster=flow.target if on_target else flow.source,
+        cleanup_policy="compact",
+        replication_factor=flow.settings.offset_syncs_topic_replication_factor,
+    )
+
+
+def flow_internal_topics(flow: Flow) -> list[InternalTopic]:
+    """The internal topics the replication job of ``flow`` writes to."""
+    topics = [history_topic(flow)]
+    if flow.settings.emit_offset_syncs_enabled:
+        topics.append(mm2_offset_syncs_topic(flow))
+    return topics
+
+
+def ensure_internal_topic(admin: Any, topic: InternalTopic, broker_count: int) -> bool:
+    """Create ``topic`` if missing, else check it; True if it was created."""
+    replication = capped_replication_factor(topic.replication_factor, broker_count, topic.name)
+    config = {"cleanup.policy": topic.cleanup_policy, **topic.config}
+    if ensure_topic(admin, topic.name, topic.partitions, replication, config):
+        log.info(
+            "created internal topic %s on %s (%s, %d partition(s))",
+            topic.name,
+            topic.cluster,
+            topic.cleanup_policy,
+            topic.partitions,
+        )
+        return True
+    check_internal_topic(admin, topic, replication)
+    return False
+
+
+def check_internal_topic(admin: Any, topic: InternalTopic, replication: int) -> None:
+    found_policy = describe_topic_configs(admin, topic.name).get("cleanup.policy")
+    found_partitions = partition_counts(admin, include_internal=True).get(topic.name)
+    found_replication = topic_replication_factors(admin, [topic.name]).get(topic.name)
+    checks = [
+        ("cleanup.policy", topic.cleanup_policy, found_policy),
+        ("partitions", topic.partitions, found_partitions),
+        ("replication factor", replication, found_replication),
+    ]
+    for setting, expected, found in checks:
+        if found != expected:
+            raise TopicConflictError(
+                f"internal topic {topic.name!r} on {topic.cluster}: {setting} is {found}, expected {expected}; "
+                "it was left unchanged: fix or delete it by hand (it holds no user data of its own)"
+            )
+
+
+def capped_replication_factor(wanted: int, broker_count: int, topic: str) -> int:
+    """``wanted`` or, on a cluster with fewer brokers, the broker count (with a warning)."""
+    if broker_count and wanted > broker_count:
+        log.warning(
+            "topic %s: replication factor %d capped at %d, the number of brokers of the cluster",
+            topic,
+            wanted,
+            broker_count,
+        )
+        return broker_count
+    return wanted

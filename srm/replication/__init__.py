@@ -1,0 +1,1 @@
+"""The replication data path: plan offset ranges, copy them exactly once, account for every record."""

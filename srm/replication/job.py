@@ -1,0 +1,101 @@
+"""What a copy task receives (ranges) and returns (per-partition results): plain, picklable data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from srm.config.model import Cluster, Flow
+from srm.replication.stats import LatencyStats
+
+
+@dataclass(frozen=True)
+class CopyRange:
+    """Copy source ``topic[partition]`` up to ``end`` (exclusive) into ``target_topic[partition]``.
+
+    ``start`` is only a plan: the target's committed progress decides where copying resumes.
+    ``initial`` asks for progress to be committed even if nothing is copied (first sight of a
+    partition), so a later restart cannot re-derive a different starting point.
+    """
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    topic_id: str
+    target_topic: str
+    initial: bool = False
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class CopyJob:
+    """One slot's share of a micro-batch: its ranges and what it needs to reach both clusters."""
+
+    flow: Flow
+    source: Cluster
+    target: Cluster
+    slot: int
+    ranges: tuple[CopyRange, ...]
+    history_topic: str
+    mm2_syncs_on_target: str | None = None  # MM2 offset-syncs topic when it lives on the target
+
+    @property
+    def transactional_id(self) -> str:
+        # Stable per (flow, slot): a restarted or retried task fences any zombie of the same slot.
+        return f"srm-replicate.{self.flow.source}.{self.flow.target}.{self.slot}"
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Source offsets [first, end) of a partition that were gone before they could be copied."""
+
+    topic: str
+    partition: int
+    first: int
+    end: int
+    reason: str
+
+    def __str__(self) -> str:
+        count = self.end - self.first
+        return (
+            f"topic {self.topic!r} partition {self.partition}: offsets {self.first}..{self.end - 1} "
+            f"({count} record(s)) {self.reason}"
+        )
+
+
+@dataclass
+class PartitionResult:
+    """What happened to one partition in one task."""
+
+    topic: str
+    partition: int
+    target_topic: str
+    planned_end: int
+    next_offset: int = -1  # progress after the task (the next source offset to copy)
+    records: int = 0
+    bytes: int = 0
+    first_offset: int = -1
+    last_offset: int = -1
+    target_first: int = -1
+    target_last: int = -1
+    transactions: int = 0
+    runs: list[tuple[int, int, int]] = field(default_factory=list)
+    losses: list[Loss] = field(default_factory=list)
+    record_age: LatencyStats = field(default_factory=LatencyStats)
+    latency: LatencyStats = field(default_factory=LatencyStats)
+    started_ms: int = 0
+    finished_ms: int = 0
+
+    def row(self) -> dict[str, Any]:
+        """The metrics-table shape (statistics flattened)."""
+        skip = ("runs", "losses", "record_age", "latency")
+        base = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        return {**base, **self.record_age.summary("record_age"), **self.latency.summary("latency")}
+
+    def payload(self) -> dict[str, Any]:
+        """What a Spark task sends back to the driver: the row, the runs and the losses."""
+        return {"row": self.row(), "runs": list(self.runs), "losses": [vars(loss) for loss in self.losses]}

@@ -1,0 +1,78 @@
+"""librdkafka errors of the data path, turned into messages that say what to change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from srm.errors import ReplicationError
+
+KNOWN_WRITE_ERRORS = (
+    "PRODUCER_FENCED",
+    "_FENCED",
+    "INVALID_PRODUCER_EPOCH",
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    "GROUP_AUTHORIZATION_FAILED",
+    "TOPIC_AUTHORIZATION_FAILED",
+)
+
+
+def _code_name(error: Any) -> str:
+    try:
+        return str(error.name())
+    except Exception:  # a KafkaError always has name(); be safe with foreign objects
+        return str(error)
+
+
+def write_error(
+    error: Any, *, target: str, target_topic: str, partition: int, source: str, topic: str, offset: int, size: int
+) -> ReplicationError:
+    """Why a record could not be written to the target, and the setting to change."""
+    name = _code_name(error)
+    where = f"topic {topic!r} partition {partition} offset {offset}"
+    if name in ("MSG_SIZE_TOO_LARGE", "RECORD_TOO_LARGE"):
+        return ReplicationError(
+            f"record too large for the target: {where} on {source} is {size} bytes and {target_topic!r} on {target} "
+            f"refused it. Raise max.message.bytes of topic {target_topic!r} on {target} (or message.max.bytes of its "
+            f"brokers), and clusters.{target}.producer.message.max.bytes for records over 1 MB. Nothing from this "
+            "record on was committed; a restart resumes here."
+        )
+    if name == "TOPIC_AUTHORIZATION_FAILED":
+        return ReplicationError(
+            f"not authorized to write topic {target_topic!r} on {target} (copying {where}): grant WRITE and "
+            f"DESCRIBE on it to the principal of clusters.{target}"
+        )
+    if name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
+        return ReplicationError(
+            f"not authorized to use transactional ids 'srm-replicate.*' on {target}: grant WRITE and DESCRIBE "
+            f"on TRANSACTIONAL_ID prefix 'srm-replicate.' to the principal of clusters.{target}, "
+            "or set exactly_once: false"
+        )
+    if name == "GROUP_AUTHORIZATION_FAILED":
+        return ReplicationError(
+            f"not authorized to commit replication progress on {target}: grant READ on GROUP prefix '__srm.' "
+            f"to the principal of clusters.{target}"
+        )
+    if name in ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH"):
+        return ReplicationError(
+            f"another writer took over this slot on {target} while copying {where} (transaction fenced); "
+            "this attempt stops and its open transaction is aborted, nothing is lost or duplicated"
+        )
+    detail = error.str() if hasattr(error, "str") else str(error)
+    return ReplicationError(f"cannot write {target_topic!r} partition {partition} on {target} ({where}): {detail}")
+
+
+def read_error(error: Any, *, source: str, topic: str, partition: int, offset: int) -> ReplicationError:
+    name = _code_name(error)
+    where = f"topic {topic!r} partition {partition} at offset {offset} on {source}"
+    if name in ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
+        return ReplicationError(
+            f"not authorized to read {where}: grant READ and DESCRIBE on the topic to the "
+            f"principal of clusters.{source}"
+        )
+    detail = error.str() if hasattr(error, "str") else str(error)
+    return ReplicationError(f"cannot read {where}: {detail}")
+
+
+def is_fatal(error: Any) -> bool:
+    fatal = getattr(error, "fatal", None)
+    return bool(fatal()) if callable(fatal) else False

@@ -1,0 +1,100 @@
+"""Remote topics on the target: created before data flows, grown with the source, never misused.
+
+A remote topic is created with the source's partition count and copied configs (see
+:mod:`srm.topic_configs`), its replication factor capped at the target's broker count. When the
+source grows, a remote topic this flow writes to grows too. A topic that already exists on the
+target, that this flow has never written to, and that has fewer partitions or another
+cleanup.policy than the source stops the flow: partition p is only ever written to partition p,
+and compacting a topic that should keep everything (or the reverse) would lose data.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from srm.config.model import Cluster, Flow
+from srm.errors import TopicConflictError
+from srm.internal_topics import capped_replication_factor
+from srm.replication.progress import progress_group, read_group_progress
+from srm.topic_configs import configs_to_copy
+from srm.topics import (
+    broker_count,
+    create_partitions,
+    describe_config_values,
+    describe_topic_configs,
+    ensure_topic,
+    partition_counts,
+)
+
+log = logging.getLogger(__name__)
+
+
+class RemoteTopics:
+    def __init__(self, flow: Flow, target: Cluster, source_admin: Any, target_admin: Any) -> None:
+        self.flow = flow
+        self.target = target
+        self.source_admin = source_admin
+        self.target_admin = target_admin
+        self.known: dict[str, int] = {}  # remote topic -> partitions we know it has
+
+    def ensure(self, wanted: dict[str, int]) -> None:
+        """Make the remote topic of every source topic in ``wanted`` (name -> partitions) ready."""
+        todo = {t: n for t, n in wanted.items() if self.known.get(self._remote(t), -1) < n}
+        if not todo:
+            return
+        target_counts = partition_counts(self.target_admin, include_internal=True)
+        existing = [(r, p) for r in map(self._remote, todo) for p in range(target_counts.get(r, 0))]
+        ours = {topic for topic, _ in read_group_progress(self.target, progress_group(self.flow.source), existing)}
+        for topic, partitions in todo.items():
+            remote = self._remote(topic)
+            found = target_counts.get(remote)
+            if found is None:
+                self._create(topic, remote, partitions)
+            else:
+                self._check(topic, remote, partitions, found, remote in ours)
+            self.known[remote] = max(partitions, found or 0)
+
+    def _remote(self, topic: str) -> str:
+        return self.flow.policy.format_remote_topic(self.flow.source, topic)
+
+    def _create(self, topic: str, remote: str, partitions: int) -> None:
+        s = self.flow.settings
+        configs = configs_to_copy(
+            describe_config_values(self.source_admin, topic), s.config_properties_exclude, s.use_defaults_from
+        )
+        replication = capped_replication_factor(s.replication_factor, broker_count(self.target_admin), remote)
+        if ensure_topic(self.target_admin, remote, partitions, replication, configs):
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "no topic-level configs"
+            log.info(
+                "created remote topic %s on %s: %d partition(s), replication factor %d, %s",
+                remote,
+                self.flow.target,
+                partitions,
+                replication,
+                shown,
+            )
+
+    def _check(self, topic: str, remote: str, partitions: int, found: int, ours: bool) -> None:
+        if found < partitions:
+            if not ours:
+                raise self._conflict(remote, "partition count", f"at least {partitions} (as {topic!r})", str(found))
+            create_partitions(self.target_admin, remote, partitions)
+            log.info("grew remote topic %s on %s from %d to %d partitions", remote, self.flow.target, found, partitions)
+        if ours:
+            return
+        wanted = describe_topic_configs(self.source_admin, topic).get("cleanup.policy")
+        existing = describe_topic_configs(self.target_admin, remote).get("cleanup.policy")
+        if _policies(wanted) != _policies(existing):
+            raise self._conflict(remote, "cleanup.policy", f"{wanted} (as {topic!r})", str(existing))
+
+    def _conflict(self, remote: str, setting: str, expected: str, found: str) -> TopicConflictError:
+        return TopicConflictError(
+            f"flow {self.flow.name}: topic {remote!r} already exists on {self.flow.target} with {setting} {found}, "
+            f"expected {expected}; it was left unchanged and nothing was copied. Delete or fix it, or exclude "
+            f"the source topic (topics.exclude)"
+        )
+
+
+def _policies(value: str | None) -> set[str]:
+    return {p.strip() for p in (value or "delete").split(",")}

@@ -1,0 +1,177 @@
+"""Spark for the replication jobs: the session, the streaming query, and the spark-submit call.
+
+Python workers must run the project's interpreter (``spark.pyspark.python``): pyspark otherwise
+starts ``python3`` from PATH, which lacks this project's packages. The copy runs in Python
+workers with librdkafka, so no Kafka jars are needed on the JVM side.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from srm.config.model import Flow, SrmConfig
+from srm.errors import ReplicationError, SrmError
+from srm.paths import project_root
+
+log = logging.getLogger("srm.replicate")
+
+DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
+TRIGGER_SECONDS = 1.0
+SESSION_CONF = {
+    "spark.pyspark.python": sys.executable,
+    "spark.pyspark.driver.python": sys.executable,
+    "spark.python.worker.reuse": "true",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.streaming.stopTimeout": "60s",
+}
+
+
+def build_session(app_name: str, master: str | None = None, extra: dict[str, str] | None = None) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not SparkConf().contains("spark.master"):  # spark-submit --master sets it
+        builder = builder.master(DEFAULT_MASTER)
+    for key, value in {**SESSION_CONF, **(extra or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def checkpoint_dir(config: SrmConfig, flow: Flow) -> str:
+    return str(Path(config.storage.checkpoints) / f"{flow.source}_to_{flow.target}")
+
+
+def start_replication(
+    spark: Any,
+    config: SrmConfig,
+    flow: Flow,
+    mode: str,
+    *,
+    checkpoint: str | None = None,
+    trigger_seconds: float = TRIGGER_SECONDS,
+) -> ReplicationRun:
+    """Start the streaming query of ``flow``; ``available-now`` drains what is there and stops."""
+    from srm import clients
+    from srm.internal_topics import ensure_internal_topic, flow_internal_topics
+    from srm.replication.batch import BatchRunner
+    from srm.replication.source import SOURCE_NAME, PlanSource
+    from srm.topics import broker_count
+
+    for topic in flow_internal_topics(flow):
+        admin = clients.admin_client(config.cluster(topic.cluster))
+        ensure_internal_topic(admin, topic, broker_count(admin))
+    location = checkpoint or checkpoint_dir(config, flow)
+    spark.dataSource.register(PlanSource)
+    runner = BatchRunner(spark, config, flow, location)
+    stream = (
+        spark.readStream.format(SOURCE_NAME)
+        .option("config", str(Path(config.file).resolve()))
+        .option("source", flow.source)
+        .option("target", flow.target)
+        .load()
+    )
+    writer = stream.writeStream.foreachBatch(runner).option("checkpointLocation", location)
+    writer = (
+        writer.trigger(availableNow=True)
+        if mode == "available-now"
+        else writer.trigger(processingTime=f"{trigger_seconds} seconds")
+    )
+    query = writer.queryName(f"replicate {flow.name}").start()
+    log.info("flow %s: replication started (%s), checkpoint %s", flow.name, mode, location)
+    return ReplicationRun(query, runner)
+
+
+@dataclass
+class ReplicationRun:
+    """A running replication query and the driver-side runner that accounts for its batches."""
+
+    query: Any
+    runner: Any
+
+    def wait(self) -> None:
+        """Until the query ends; its failure becomes the project's own error with the message it carried."""
+        from pyspark.errors import StreamingQueryException
+
+        try:
+            self.query.awaitTermination()
+        except StreamingQueryException as exc:
+            raise user_error(exc) from None
+        finally:
+            self.runner.close()
+
+    def stop(self) -> None:
+        self.query.stop()
+        self.runner.close()
+
+
+def await_query(run: ReplicationRun) -> None:
+    run.wait()
+
+
+_OWN_ERROR = re.compile(r"^srm\.errors\.(\w+): (.+)$", re.MULTILINE)
+_PYTHON_ERROR = re.compile(r"^([\w.]*(?:Error|Exception)): (.+)$", re.MULTILINE)
+
+
+def user_error(exc: BaseException) -> SrmError:
+    """The last error this project raised inside Spark, else the last Python error, else Spark's."""
+    from srm import errors
+
+    text = str(exc)
+    own = _OWN_ERROR.findall(text)
+    if own:
+        name, message = own[-1]
+        cls = getattr(errors, name, ReplicationError)
+        return (
+            cls(message) if issubclass(cls, SrmError) and cls is not errors.ConfigError else ReplicationError(message)
+        )
+    python = _PYTHON_ERROR.findall(text)
+    if python:
+        name, message = python[-1]
+        return ReplicationError(f"{name}: {message}")
+    return ReplicationError(text.splitlines()[0] if text else type(exc).__name__)
+
+
+def spark_submit_command(script: str, args: list[str], master: str | None = None) -> list[str]:
+    """The ``spark-submit`` call for a job of ``spark/`` with this interpreter's pyspark."""
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    submit = spark_home / "bin" / "spark-submit"
+    return [
+        str(submit),
+        "--master",
+        master or DEFAULT_MASTER,
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        "--conf",
+        f"spark.pyspark.driver.python={sys.executable}",
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+        str(project_root() / "spark" / script),
+        *args,
+    ]
+
+
+def submit_environment() -> dict[str, str]:
+    """Environment for spark-submit: pyspark's launcher needs SPARK_HOME and this venv on PATH."""
+    import pyspark
+
+    env = dict(os.environ)
+    env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYSPARK_PYTHON"] = sys.executable
+    return env

@@ -1,0 +1,161 @@
+"""Test harness for the data path: per-test flows on the session clusters, sequence-numbered data.
+
+Every test gets its own cluster aliases for the same two brokers (``w<token>``/``e<token>``), so
+progress groups, transactional ids, internal and remote topics never collide between tests, and
+its own warehouse and Spark checkpoint folders.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from srm import clients
+from srm.config import SrmConfig, load_config
+from srm.config.model import Cluster, Flow
+from srm.sparkapp import await_query, start_replication
+from srm.warehouse import Warehouse
+
+
+@dataclass
+class Env:
+    path: Path
+    config: SrmConfig
+    tmp: Path
+
+    @property
+    def west(self) -> Cluster:
+        return self.config.clusters[0]
+
+    @property
+    def east(self) -> Cluster:
+        return self.config.clusters[1]
+
+    def flow(self, source: str | None = None, target: str | None = None) -> Flow:
+        return self.config.flow(source or self.west.alias, target or self.east.alias)
+
+    @property
+    def warehouse(self) -> Warehouse:
+        return Warehouse(self.config.storage.warehouse)
+
+    def checkpoint(self, flow: Flow) -> str:
+        return str(self.tmp / "checkpoints" / f"{flow.source}_to_{flow.target}")
+
+    def rewrite(self, **flow_settings: Any) -> None:
+        """Change the first flow's settings in the YAML file (a running job picks it up)."""
+        data = yaml.safe_load(self.path.read_text())
+        data["flows"][0].update(flow_settings)
+        self.path.write_text(yaml.safe_dump(data, sort_keys=False))
+        self.config = load_config(self.path)
+
+
+def make_env(kafka: SrmConfig, tmp: Path, flows: list[dict[str, Any]], **defaults: Any) -> Env:
+    """A config with the session's clusters as ``w<token>`` and ``e<token>``; flows use ``west``/``east``."""
+    token = uuid.uuid4().hex[:6]
+    names = {"west": f"w{token}", "east": f"e{token}"}
+    clusters = {
+        names[key]: {"bootstrap.servers": cluster.bootstrap_servers}
+        for key, cluster in zip(("west", "east"), kafka.clusters[:2], strict=True)
+    }
+    data = {
+        "defaults": {
+            "replication.factor": 1,
+            "heartbeats.topic.replication.factor": 1,
+            "checkpoints.topic.replication.factor": 1,
+            "offset-syncs.topic.replication.factor": 1,
+            **defaults,
+        },
+        "clusters": clusters,
+        "flows": [{**f, "source": names[f["source"]], "target": names[f["target"]]} for f in flows],
+        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
+    }
+    path = tmp / "srm.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return Env(path, load_config(path), tmp)
+
+
+def replicate(spark: Any, env: Env, flow: Flow | None = None) -> None:
+    """One available-now run of ``flow`` in the test session's Spark."""
+    flow = flow or env.flow()
+    query = start_replication(spark, env.config, flow, "available-now", checkpoint=env.checkpoint(flow))
+    await_query(query)
+
+
+def sequenced(partitions: int, count: int, start: int = 0, size: int = 64) -> list[dict[str, Any]]:
+    """``count`` records spread over ``partitions``; every 7th has no key, every 11th is a tombstone.
+
+    The sequence number is in the key (``k<seq>``) and a header, so even tombstones carry it.
+    Timestamps are distinct and recent (older ones would fall to the brokers' 7-day retention).
+    """
+    base = int(time.time() * 1000) - 3_600_000
+    out = []
+    for seq in range(start, start + count):
+        key = None if seq % 7 == 3 else f"k{seq}".encode()
+        value = None if seq % 11 == 5 else json.dumps({"seq": seq}).encode().ljust(size, b".")
+        bare = seq % 5 == 0 and key is not None and value is not None  # some records carry no headers
+        headers = None if bare else [("seq", str(seq).encode()), ("origin", b"test")]
+        out.append(
+            {"key": key, "value": value, "partition": seq % partitions, "headers": headers, "timestamp": base + seq}
+        )
+    return out
+
+
+def contents(cluster: Cluster, topic: str) -> dict[int, list[tuple[Any, ...]]]:
+    """Per partition, every committed record as (key, value, headers, timestamp), in offset order."""
+    from confluent_kafka import TopicPartition
+
+    consumer = clients.consumer(cluster, "srm-test-contents", **{"enable.partition.eof": True})
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        out: dict[int, list[tuple[Any, ...]]] = {}
+        for p in partitions:
+            consumer.assign([TopicPartition(topic, p, 0)])
+            records: list[tuple[Any, ...]] = []
+            deadline = time.monotonic() + 10
+            while True:
+                messages = consumer.consume(10_000, 0.05)
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{topic}[{p}] on {cluster.alias}: no end of partition within 10 s")
+                ended = False
+                for m in messages:
+                    if m.error() is not None:
+                        ended = ended or m.error().name() == "_PARTITION_EOF"
+                        continue
+                    records.append((m.key(), m.value(), m.headers(), m.timestamp(), m.offset()))
+                if ended:
+                    break
+            out[p] = records
+        return out
+    finally:
+        consumer.close()
+
+
+def without_offsets(parts: dict[int, list[tuple[Any, ...]]]) -> dict[int, list[tuple[Any, ...]]]:
+    return {p: [r[:4] for r in records] for p, records in parts.items()}
+
+
+def sequence_report(parts: dict[int, list[tuple[Any, ...]]], expected: dict[int, list[int]]) -> dict[str, int]:
+    """Missing, duplicated and out-of-order sequence numbers over all partitions."""
+    missing = duplicated = disordered = 0
+    for p, wanted in expected.items():
+        got = [_seq(r) for r in parts.get(p, [])]
+        missing += len(set(wanted) - set(got))
+        duplicated += len(got) - len(set(got))
+        disordered += sum(1 for a, b in itertools.pairwise(got) if b < a)
+    return {"missing": missing, "duplicated": duplicated, "out_of_order": disordered}
+
+
+def _seq(record: tuple[Any, ...]) -> int:
+    headers = dict(record[2] or [])
+    if "seq" in headers:
+        return int(headers["seq"])
+    if record[0] is not None:
+        return int(record[0][1:])
+    return int(json.loads(record[1].rstrip(b"."))["seq"])
