@@ -18,7 +18,7 @@ from pydantic import SecretStr
 
 from srm.config.model import Cluster
 from srm.config.secrets import is_secret_key, resolve_references
-from srm.errors import SrmError
+from srm.errors import ClusterUnreachableError, SrmError
 
 Role = Literal["producer", "consumer", "admin"]
 # librdkafka's own messages go through Python logging under this name, not raw to stderr. Its
@@ -77,7 +77,24 @@ def _mask_for_airflow(settings: dict[str, Any]) -> None:
 def admin_client(cluster: Cluster, **overrides: Any) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient(client_settings(cluster, "admin", logger=LIBRDKAFKA_LOG, **overrides))
+    admin: Any = AdminClient(client_settings(cluster, "admin", logger=LIBRDKAFKA_LOG, **overrides))
+    admin.srm_cluster = f"{cluster.alias} ({cluster.describe()})"  # named in error messages
+    return admin
+
+
+def check_reachable(cluster: Cluster, timeout_s: float = 15.0) -> None:
+    """Raise ClusterUnreachableError unless the cluster returns metadata within ``timeout_s``."""
+    from confluent_kafka import KafkaException
+
+    admin = admin_client(cluster)
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        detail = exc.args[0].str() if exc.args else str(exc)
+        raise ClusterUnreachableError(
+            f"cluster {cluster.alias} ({cluster.describe()}) did not answer within {timeout_s:.0f} s: {detail}; "
+            f"check clusters.{cluster.alias} (bootstrap servers, security settings) and that it is running"
+        ) from None
 
 
 def producer(cluster: Cluster, **overrides: Any) -> Any:

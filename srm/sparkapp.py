@@ -71,6 +71,8 @@ def start_replication(
     from srm.replication.source import SOURCE_NAME, PlanSource
     from srm.topics import broker_count
 
+    for alias in (flow.source, flow.target):
+        clients.check_reachable(config.cluster(alias))
     for topic in flow_internal_topics(flow):
         admin = clients.admin_client(config.cluster(topic.cluster))
         ensure_internal_topic(admin, topic, broker_count(admin))
@@ -161,6 +163,8 @@ def spark_submit_command(script: str, args: list[str], master: str | None = None
         f"spark.pyspark.driver.python={sys.executable}",
         "--conf",
         "spark.ui.showConsoleProgress=false",
+        "--driver-java-options",
+        f"-Dlog4j2.configurationFile={project_root() / 'conf' / 'jvm' / 'spark-log4j2.properties'}",
         str(project_root() / "spark" / script),
         *args,
     ]

@@ -30,8 +30,14 @@ def _resolve(futures: dict[Any, Any]) -> dict[Any, Any]:
     return {key: future.result(timeout=ADMIN_TIMEOUT_S) for key, future in futures.items()}
 
 
-def _admin(request: Callable[[], dict[Any, Any]], what: str) -> dict[Any, Any]:
-    return retrying(lambda: _resolve(request()), what)
+def _admin(request: Callable[[], dict[Any, Any]], what: str, admin: Any = None) -> dict[Any, Any]:
+    return retrying(lambda: _resolve(request()), _on(admin, what))
+
+
+def _on(admin: Any, what: str) -> str:
+    """``what`` followed by the cluster the admin client talks to, when known."""
+    cluster = getattr(admin, "srm_cluster", None)
+    return f"{what} on {cluster}" if cluster else what
 
 
 def ensure_topic(
@@ -52,12 +58,12 @@ def ensure_topic(
             raise
         return True
 
-    return retrying(create, f"cannot create topic {name!r}")
+    return retrying(create, _on(admin, f"cannot create topic {name!r}"))
 
 
 def partition_counts(admin: Any, include_internal: bool = False) -> dict[str, int]:
     """Topic name -> partition count."""
-    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), "cannot list topics")
+    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list topics"))
     return {
         name: len(topic.partitions)
         for name, topic in metadata.topics.items()
@@ -94,7 +100,7 @@ def describe_config_values(admin: Any, topic: str) -> list[ConfigValue]:
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType  # type: ignore[attr-defined]
 
     resource = ConfigResource(ResourceType.TOPIC, topic)
-    entries = _admin(lambda: admin.describe_configs([resource]), f"cannot read the configs of topic {topic!r}")
+    entries = _admin(lambda: admin.describe_configs([resource]), f"cannot read the configs of topic {topic!r}", admin)
     return [
         ConfigValue(e.name, e.value, ConfigSource(e.source).name, bool(e.is_read_only), bool(e.is_sensitive))
         for e in entries[resource].values()
@@ -106,12 +112,12 @@ def describe_topic_configs(admin: Any, topic: str) -> dict[str, str | None]:
 
 
 def topic_replication_factors(admin: Any, topics: list[str]) -> dict[str, int]:
-    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), "cannot list topics").topics
+    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list topics")).topics
     return {t: len(metadata[t].partitions[0].replicas) for t in topics if t in metadata and metadata[t].partitions}
 
 
 def broker_count(admin: Any) -> int:
-    return len(retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), "cannot list brokers").brokers)
+    return len(retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list brokers")).brokers)
 
 
 def topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
@@ -123,6 +129,7 @@ def topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
     described = _admin(
         lambda: admin.describe_topics(TopicCollection(topics), request_timeout=ADMIN_TIMEOUT_S),
         "cannot describe topics",
+        admin,
     )
     return {name: str(info.topic_id) for name, info in described.items()}
 
@@ -155,6 +162,7 @@ def _offsets(admin: Any, specs: dict[tuple[str, int], Any]) -> dict[tuple[str, i
             request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=ADMIN_TIMEOUT_S
         ),
         "cannot list offsets of " + ", ".join(sorted({t for t, _ in specs})),
+        admin,
     )
     return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
 
@@ -165,4 +173,5 @@ def create_partitions(admin: Any, topic: str, total: int) -> None:
     _admin(
         lambda: admin.create_partitions([NewPartitions(topic, total)], operation_timeout=ADMIN_TIMEOUT_S),
         f"cannot grow topic {topic!r} to {total} partitions",
+        admin,
     )

@@ -29,14 +29,15 @@ class Env:
     path: Path
     config: SrmConfig
     tmp: Path
+    aliases: dict[str, str]  # "west"/"east" -> this test's alias of that cluster
 
     @property
     def west(self) -> Cluster:
-        return self.config.clusters[0]
+        return self.config.cluster(self.aliases["west"])
 
     @property
     def east(self) -> Cluster:
-        return self.config.clusters[1]
+        return self.config.cluster(self.aliases["east"])
 
     def flow(self, source: str | None = None, target: str | None = None) -> Flow:
         return self.config.flow(source or self.west.alias, target or self.east.alias)
@@ -78,7 +79,7 @@ def make_env(kafka: SrmConfig, tmp: Path, flows: list[dict[str, Any]], **default
     }
     path = tmp / "srm.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return Env(path, load_config(path), tmp)
+    return Env(path, load_config(path), tmp, names)
 
 
 def replicate(spark: Any, env: Env, flow: Flow | None = None) -> None:
@@ -133,6 +134,29 @@ def contents(cluster: Cluster, topic: str) -> dict[int, list[tuple[Any, ...]]]:
                     break
             out[p] = records
         return out
+    finally:
+        consumer.close()
+
+
+def count_records(cluster: Cluster, topic: str, timeout_s: float = 10.0) -> int:
+    """Committed records of ``topic`` (all partitions read at once, up to their ends)."""
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    consumer = clients.consumer(cluster, "srm-test-count", **{"enable.partition.eof": True})
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+        if metadata.error is not None:
+            return 0
+        waiting = set(metadata.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in waiting])
+        count, deadline = 0, time.monotonic() + timeout_s
+        while waiting and time.monotonic() < deadline:
+            for m in consumer.consume(10_000, 0.05):
+                if m.error() is None:
+                    count += 1
+                elif m.error().name() == "_PARTITION_EOF":
+                    waiting.discard(m.partition())
+        return count
     finally:
         consumer.close()
 

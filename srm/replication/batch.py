@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 import zlib
 from collections import defaultdict
 from concurrent import futures
@@ -81,6 +82,9 @@ class BatchRunner:
         self.history_topic = history_topic_name(flow)
         self.history = HistoryIngest(self.warehouse, flow, self.target, self.history_topic, self.target_admin)
         self._query_id: str | None = None
+        # Warehouse appends are idempotent per (query, this run, batch): a batch replayed after a
+        # restart describes what the replay did (usually nothing left to copy), never double counts.
+        self.run_id = uuid.uuid4().hex[:12]
         self._accounting = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-accounting")
         self._pending: list[futures.Future[None]] = []
         self._sync_producer: Any = None
@@ -208,7 +212,7 @@ class BatchRunner:
         query = self.query_id()
         ends = list_offsets(self.source_admin, [(p["row"]["topic"], p["row"]["partition"]) for p in payloads], "latest")
         rows = [self._metrics_row(batch_id, query, p["row"], ends) for p in payloads]
-        self.warehouse.append(METRICS, rows, f"metrics:{self.flow.name}:{query}", batch_id + 1)
+        self.warehouse.append(METRICS, rows, f"metrics:{self.flow.name}:{query}:{self.run_id}", batch_id + 1)
         if losses:
             now = datetime.now(UTC)
             loss_rows = [
@@ -225,7 +229,7 @@ class BatchRunner:
                 }
                 for loss in losses
             ]
-            self.warehouse.append(DATA_LOSS, loss_rows, f"loss:{self.flow.name}:{query}", batch_id + 1)
+            self.warehouse.append(DATA_LOSS, loss_rows, f"loss:{self.flow.name}:{query}:{self.run_id}", batch_id + 1)
         self.history.ingest()
 
     def _metrics_row(

@@ -33,8 +33,9 @@ def write_error(
         return ReplicationError(
             f"record too large for the target: {where} on {source} is {size} bytes and {target_topic!r} on {target} "
             f"refused it. Raise max.message.bytes of topic {target_topic!r} on {target} (or message.max.bytes of its "
-            f"brokers), and clusters.{target}.producer.message.max.bytes for records over 1 MB. Nothing from this "
-            "record on was committed; a restart resumes here."
+            f"brokers), and clusters.{target}.producer.message.max.bytes for records over 1 MB. The transaction "
+            "holding it was aborted: the target has everything before it that was committed, and a restart "
+            "resumes from there."
         )
     if name == "TOPIC_AUTHORIZATION_FAILED":
         return ReplicationError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -38,8 +39,8 @@ class LatencyStats:
         if not self._sample:
             return None
         ordered = sorted(self._sample)
-        index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
-        return ordered[index]
+        rank = math.ceil(q / 100 * len(ordered))  # nearest-rank percentile
+        return ordered[min(len(ordered), max(1, rank)) - 1]
 
     def summary(self, prefix: str) -> dict[str, float | None]:
         return {

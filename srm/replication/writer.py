@@ -123,8 +123,11 @@ class TargetWriter:
             return  # the history record or an MM2 sync
         source_offset = state.pending.popleft()
         if error is not None:
-            if self.error is None:
-                self.error = (error, state, source_offset, len(message.value() or b""))
+            # A broker rejects a whole batch of records at once: name the largest one, which for
+            # "record too large" is the culprit.
+            size = len(message.value() or b"")
+            if self.error is None or size > self.error[3]:
+                self.error = (error, state, source_offset, size)
             return
         target_offset = message.offset()
         state.tracker.add(source_offset, target_offset)

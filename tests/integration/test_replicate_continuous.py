@@ -1,0 +1,90 @@
+"""Continuous mode: new topics, new partitions and allow-list edits flow without a restart."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srm import clients
+from srm.config import SrmConfig
+from srm.sparkapp import start_replication
+from srm.topics import create_partitions, ensure_topic, partition_counts
+from tests.helpers import produce
+from tests.replication import Env, contents, count_records, make_env, sequenced
+
+pytestmark = pytest.mark.integration
+
+FLOW_WITHIN_S = 10.0  # the product's promise for new topics, partitions and list changes
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
+    """Seconds until ``condition()`` held; fails the test after ``timeout_s``."""
+    started = time.monotonic()
+    while not condition():
+        if time.monotonic() - started > timeout_s:
+            pytest.fail(f"{what} did not happen within {timeout_s:.0f} s")
+        time.sleep(0.25)
+    return time.monotonic() - started
+
+
+def target_records(env: Env, topic: str) -> int:
+    """Records of the remote topic of ``topic`` that a read_committed consumer sees."""
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    if remote not in partition_counts(clients.admin_client(env.east)):
+        return 0
+    return count_records(env.east, remote)
+
+
+@pytest.fixture
+def running(spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]) -> Any:
+    prefix = unique("live")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [f"{prefix}-a.*"]}])
+    run = start_replication(
+        spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()), trigger_seconds=0.5
+    )
+    warm = f"{prefix}-a0"  # the first micro-batch also starts Spark's Python workers: wait it out
+    ensure_topic(clients.admin_client(env.west), warm, 1)
+    produce(env.west, warm, sequenced(1, 1))
+    wait_for(lambda: target_records(env, warm) == 1, 60, "the first micro-batch")
+    yield env, prefix
+    run.stop()
+
+
+def test_new_topic_flows_within_ten_seconds(running: Any) -> None:
+    env, prefix = running
+    topic = f"{prefix}-a1"
+    ensure_topic(clients.admin_client(env.west), topic, 3)
+    produce(env.west, topic, sequenced(3, 300))
+    took = wait_for(lambda: target_records(env, topic) == 300, FLOW_WITHIN_S, f"topic {topic} on the target")
+    print(f"new topic flowed in {took:.1f} s")
+
+
+def test_new_partitions_flow_within_ten_seconds(running: Any) -> None:
+    env, prefix = running
+    topic = f"{prefix}-a2"
+    admin = clients.admin_client(env.west)
+    ensure_topic(admin, topic, 2)
+    produce(env.west, topic, sequenced(2, 100))
+    wait_for(lambda: target_records(env, topic) == 100, FLOW_WITHIN_S, "the first 100 records")
+    create_partitions(admin, topic, 5)
+    produce(env.west, topic, sequenced(5, 500, start=100))
+    wait_for(lambda: target_records(env, topic) == 600, FLOW_WITHIN_S, "records of the new partitions")
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    assert partition_counts(clients.admin_client(env.east))[remote] == 5
+    per_partition = contents(env.east, remote)
+    assert [len(per_partition[p]) for p in range(5)] == [150, 150, 100, 100, 100]
+
+
+def test_allow_list_edit_applies_without_restart(running: Any) -> None:
+    env, prefix = running
+    other = f"{prefix}-b1"  # not admitted by the flow's topics at first
+    ensure_topic(clients.admin_client(env.west), other, 1)
+    produce(env.west, other, sequenced(1, 50))
+    time.sleep(2)
+    assert target_records(env, other) == 0
+    env.rewrite(topics=[f"{prefix}-a.*", f"{prefix}-b.*"])
+    wait_for(lambda: target_records(env, other) == 50, FLOW_WITHIN_S, "the newly allowed topic")

@@ -1,0 +1,133 @@
+"""Pure logic of the data path: offset runs, plans, slots, config filtering, error extraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from srm.errors import DataLossError, ReplicationError
+from srm.records import OffsetRunsRecord
+from srm.replication import offsets as plan
+from srm.replication.batch import slot_of
+from srm.replication.runs import OffsetRun, RunTracker, mm2_syncs
+from srm.replication.stats import LatencyStats
+from srm.sparkapp import user_error
+from srm.topic_configs import ConfigValue, configs_to_copy
+
+
+def runs_of(pairs: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    tracker = RunTracker()
+    for source, target in pairs:
+        tracker.add(source, target)
+    return [(r.source_first, r.target_first, r.length) for r in tracker.finish()]
+
+
+def test_contiguous_records_make_one_run() -> None:
+    assert runs_of([(10, 0), (11, 1), (12, 2)]) == [(10, 0, 3)]
+
+
+def test_a_gap_on_either_side_starts_a_new_run() -> None:
+    # source gap (commit marker at 12), then target gap (our commit marker at 3)
+    assert runs_of([(10, 0), (11, 1), (13, 2), (14, 4)]) == [(10, 0, 2), (13, 2, 1), (14, 4, 1)]
+
+
+def test_offsets_must_increase() -> None:
+    tracker = RunTracker()
+    tracker.add(5, 5)
+    with pytest.raises(ValueError, match="offsets must increase"):
+        tracker.add(5, 6)
+
+
+def test_finish_forgets_and_restarts() -> None:
+    tracker = RunTracker()
+    tracker.add(0, 0)
+    assert tracker.finish() == [OffsetRun(0, 0, 1)]
+    assert tracker.finish() == []
+    tracker.add(1, 2)
+    assert tracker.finish() == [OffsetRun(1, 2, 1)]
+
+
+def test_mm2_syncs_at_each_run_start_and_the_last_record() -> None:
+    runs = [OffsetRun(10, 0, 2), OffsetRun(13, 2, 1), OffsetRun(14, 4, 5)]
+    assert mm2_syncs(runs) == [(10, 0), (13, 2), (14, 4), (18, 8)]
+    assert mm2_syncs([OffsetRun(3, 3, 1)]) == [(3, 3)]
+    assert mm2_syncs([]) == []
+
+
+def test_history_record_round_trips() -> None:
+    record = OffsetRunsRecord("orders", 3, "AbC", 120, ((100, 50, 10), (111, 61, 9)))
+    assert OffsetRunsRecord.decode(record.key(), record.value()) == record
+    empty = OffsetRunsRecord("t", 0, "", 0, ())
+    assert OffsetRunsRecord.decode(empty.key(), empty.value()).runs == ()
+
+
+def test_plan_ranges_cover_growth_new_partitions_and_recreated_topics() -> None:
+    start = plan.build({("a", 0): 10, ("a", 1): 5, ("b", 0): 7}, {"a": "id-a", "b": "id-b"})
+    end = plan.build(
+        {("a", 0): 12, ("a", 1): 5, ("a", 2): 3, ("b", 0): 2}, {"a": "id-a", "b": "id-b2"}, initial={("a", 2): 0}
+    )
+    ranges = plan.ranges(start, end, {"a": "X.a", "b": "X.b"})
+    got = {(r.topic, r.partition): (r.start, r.end, r.initial, r.topic_id) for r in ranges}
+    assert got == {
+        ("a", 0): (10, 12, False, "id-a"),  # grew
+        ("a", 2): (0, 3, True, "id-a"),  # first seen: starts at its initial offset
+        ("b", 0): (7, 2, False, "id-b2"),  # recreated: scheduled even though its end went down
+    }
+    assert all(r.target_topic == f"X.{r.topic}" for r in ranges)
+
+
+def test_plan_initial_partitions_are_scheduled_even_when_empty() -> None:
+    start = plan.build({("a", 0): 4}, {"a": "i"}, initial={("a", 0): 4})
+    [only] = plan.ranges(start, plan.build({("a", 0): 4}, {"a": "i"}), {"a": "r"})
+    assert (only.start, only.end, only.initial) == (4, 4, True)
+
+
+def test_plans_are_the_same_when_only_initial_markers_differ() -> None:
+    a = plan.build({("a", 0): 4}, {"a": "i"}, initial={("a", 0): 0})
+    assert plan.same(a, plan.build({("a", 0): 4}, {"a": "i"}))
+    assert not plan.same(a, plan.build({("a", 0): 5}, {"a": "i"}))
+    assert not plan.same(a, plan.build({("a", 0): 4}, {"a": "j"}))
+
+
+def test_slots_are_stable_and_spread() -> None:
+    slots = [slot_of("orders", p, 4) for p in range(64)]
+    assert slots == [slot_of("orders", p, 4) for p in range(64)]  # deterministic (not Python's salted hash)
+    assert set(slots) == {0, 1, 2, 3}
+    assert {slot_of("t", p, 1) for p in range(10)} == {0}
+
+
+def test_configs_to_copy_follow_mm2_rules() -> None:
+    entries = [
+        ConfigValue("retention.ms", "3600000", "DYNAMIC_TOPIC_CONFIG"),
+        ConfigValue("cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG"),
+        ConfigValue("min.insync.replicas", "2", "DYNAMIC_TOPIC_CONFIG"),  # excluded by default
+        ConfigValue("segment.bytes", "1073741824", "DEFAULT_CONFIG"),  # a default: target keeps its own
+        ConfigValue("compression.type", "zstd", "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+        ConfigValue("some.password", "x", "DYNAMIC_TOPIC_CONFIG", sensitive=True),
+        ConfigValue("read.only", "x", "DYNAMIC_TOPIC_CONFIG", read_only=True),
+    ]
+    exclude = (r"min\.insync\.replicas",)
+    assert configs_to_copy(entries, exclude) == {"retention.ms": "3600000", "cleanup.policy": "compact"}
+    from_source = configs_to_copy(entries, exclude, use_defaults_from="source")
+    assert from_source["compression.type"] == "zstd" and from_source["segment.bytes"] == "1073741824"
+
+
+def test_latency_stats() -> None:
+    stats = LatencyStats()
+    for value in range(1, 101):
+        stats.add(float(value))
+    summary = stats.summary("latency")
+    assert summary == {"latency_min_ms": 1.0, "latency_avg_ms": 50.5, "latency_max_ms": 100.0, "latency_p99_ms": 99.0}
+    assert LatencyStats().summary("x")["x_p99_ms"] is None
+
+
+def test_user_error_finds_our_error_inside_spark_output() -> None:
+    text = (
+        "[STREAM_FAILED] Query terminated with exception: ...\nTraceback (most recent call last):\n"
+        '  File "x.py", line 1\nsrm.errors.DataLossError: flow a->b stopped (on_data_loss: fail): offsets 0..4\n'
+        "\tat org.apache.spark..."
+    )
+    error = user_error(RuntimeError(text))
+    assert isinstance(error, DataLossError)
+    assert str(error) == "flow a->b stopped (on_data_loss: fail): offsets 0..4"
+    other = user_error(RuntimeError("boom\nTraceback\nValueError: bad thing\n"))
+    assert isinstance(other, ReplicationError) and str(other) == "ValueError: bad thing"
