@@ -1,20 +1,24 @@
-"""``make demo``: put demo data on the first local source cluster and show every local cluster.
+"""``make demo``: demo data on the first flow's source, replicated exactly once, shown per cluster.
 
 Creates ``demo-orders`` (3 partitions) with 1,000 keyed records carrying headers on the source of
-the first enabled flow, once; then prints each local cluster's topics with record counts.
-Later issues extend the demo to replicate the data and translate a consumer group's offsets.
+the first enabled flow (once), runs that flow's Spark replication job in available-now mode with
+``spark-submit`` (as ``srm-control run replicate`` does), then prints every local cluster's
+topics with record counts and compares the demo topic with its remote copy.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 import sys
 
 from srm import clients
 from srm.config import load_config
-from srm.config.model import Cluster, SrmConfig
+from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import SrmError
-from srm.topics import describe, ensure_topic
+from srm.sparkapp import spark_submit_command, submit_environment
+from srm.topics import describe, ensure_topic, record_counts
 
 DEMO_TOPIC = "demo-orders"
 DEMO_PARTITIONS = 3
@@ -41,6 +45,16 @@ def produce_demo_data(cluster: Cluster) -> int:
     return DEMO_RECORDS
 
 
+def replicate(config: SrmConfig, flow: Flow) -> None:
+    """The flow's Spark job, available-now, exactly as ``srm-control run replicate`` submits it."""
+    args = ["--source", flow.source, "--target", flow.target, "--mode", "available-now", "--config", config.file]
+    command = spark_submit_command("replicate.py", args)
+    print(f"\nrunning the replication job of {flow.name} (available-now):\n  {shlex.join(command)}", flush=True)
+    result = subprocess.run(command, env=submit_environment(), check=False)
+    if result.returncode != 0:
+        raise SrmError(f"the replication job of {flow.name} failed (exit code {result.returncode})")
+
+
 def show_clusters(config: SrmConfig) -> None:
     for cluster in config.local_clusters():
         consumer = clients.consumer(cluster, "srm-demo-inspector")
@@ -53,13 +67,27 @@ def show_clusters(config: SrmConfig) -> None:
             print(f"  {info}")
 
 
+def compare(config: SrmConfig, flow: Flow) -> None:
+    """Records per partition of the demo topic and of its remote copy."""
+    remote = flow.policy.format_remote_topic(flow.source, DEMO_TOPIC)
+    print()
+    for cluster, topic in ((config.cluster(flow.source), DEMO_TOPIC), (config.cluster(flow.target), remote)):
+        consumer = clients.consumer(cluster, "srm-demo-inspector", **{"enable.partition.eof": True})
+        try:
+            counts = record_counts(consumer, topic, DEMO_PARTITIONS)
+        finally:
+            consumer.close()
+        print(f"{cluster.alias}:{topic}: {sum(counts.values())} records, per partition {list(counts.values())}")
+
+
 def main() -> int:
     config = load_config()
     flows = config.enabled_flows()
     if not flows:
         print("error: the configuration has no enabled flow", file=sys.stderr)
         return 1
-    source = config.cluster(flows[0].source)
+    flow = flows[0]
+    source = config.cluster(flow.source)
     try:
         produced = produce_demo_data(source)
         print(
@@ -67,7 +95,9 @@ def main() -> int:
             if produced
             else f"{source.alias}: {DEMO_TOPIC} already exists, nothing produced"
         )
+        replicate(config, flow)
         show_clusters(config)
+        compare(config, flow)
     except SrmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -233,6 +233,9 @@ class LocalClusters:
 
 def port_in_use(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # Connections of a broker that just stopped linger in TIME_WAIT; the broker binds with
+        # SO_REUSEADDR and starts fine, so only a socket actually bound to the port counts.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

@@ -34,8 +34,11 @@ SESSION_CONF = {
 
 
 def build_session(app_name: str, master: str | None = None, extra: dict[str, str] | None = None) -> Any:
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's capture streams
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if not master or master.startswith("local"):  # read when the JVM starts: stay on loopback
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
@@ -178,4 +181,5 @@ def submit_environment() -> dict[str, str]:
     env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYSPARK_PYTHON"] = sys.executable
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local[*] runs on this machine: stay on loopback
     return env

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from srm.errors import SrmError
 from srm.retry import retrying
 from srm.topic_configs import ConfigValue
 
@@ -175,3 +176,32 @@ def create_partitions(admin: Any, topic: str, total: int) -> None:
         f"cannot grow topic {topic!r} to {total} partitions",
         admin,
     )
+
+
+def record_counts(consumer: Any, topic: str, partitions: int, timeout_s: float = 60.0) -> dict[int, int]:
+    """Records per partition that ``consumer`` sees when reading ``topic`` to its end.
+
+    Unlike watermarks this skips transaction markers and, with read_committed, aborted records.
+    ``consumer`` must have ``enable.partition.eof`` set.
+    """
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    counts = dict.fromkeys(range(partitions), 0)
+    waiting = set(counts)
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in waiting])
+    deadline = time.monotonic() + timeout_s
+    try:
+        while waiting:
+            if time.monotonic() > deadline:
+                raise SrmError(f"reading {topic} to its end took over {timeout_s:.0f} s")
+            for message in consumer.consume(10_000, 0.05):
+                error = message.error()
+                if error is None:
+                    counts[message.partition()] += 1
+                elif error.name() == "_PARTITION_EOF":
+                    waiting.discard(message.partition())
+    finally:
+        consumer.unassign()
+    return counts

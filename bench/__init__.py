@@ -1,0 +1,1 @@
+"""Benchmarks: throughput and latency of the replication job against the machine's limits and MM2."""

@@ -1,0 +1,142 @@
+"""Throughput of one flow in available-now mode on the local clusters.
+
+    .venv/bin/python -m bench.available_now --records 1000000 --size 1024 --partitions 8 \\
+        --exactly-once on --tasks 2 [--config conf/srm.yaml]
+
+Fills a fresh topic on the first flow's source with Kafka's own ProducerPerformance, then times
+``spark-submit spark/replicate.py --mode available-now`` for a flow that admits only that topic
+(fresh cluster aliases, so nothing else is copied and no earlier progress applies). Prints and
+returns the figures: the job's wall time (Spark start included) and the copy batch's own time
+from its log line, with records/s and MB/s for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from srm import clients
+from srm.config import load_config
+from srm.jvm import kafka_command
+from srm.sparkapp import spark_submit_command, submit_environment
+from srm.topics import ensure_topic
+
+BATCH_LINE = re.compile(r"batch \d+: (\d+) record\(s\), ([\d.]+) MiB from \d+ of \d+ partition\(s\) in ([\d.]+) s")
+
+
+def fill(bootstrap: str, topic: str, records: int, size: int) -> float:
+    """Produce ``records`` of ``size`` bytes with Kafka's ProducerPerformance; returns seconds."""
+    started = time.monotonic()
+    command = kafka_command(
+        "org.apache.kafka.tools.ProducerPerformance",
+        "--topic",
+        topic,
+        "--num-records",
+        str(records),
+        "--record-size",
+        str(size),
+        "--throughput",
+        "-1",
+        "--bootstrap-server",
+        bootstrap,
+        "--command-property",
+        "acks=all",
+        "linger.ms=10",
+        "batch.size=262144",
+        heap="512m",
+    )
+    subprocess.run(command, check=True, capture_output=True)
+    return time.monotonic() - started
+
+
+def flow_config(base: Path, tmp: Path, topic: str, exactly_once: bool, tasks: int) -> tuple[Path, str, str]:
+    """A config with the first flow's clusters under fresh aliases and one flow for ``topic``."""
+    config = load_config(base)
+    flow = config.enabled_flows()[0]
+    token = uuid.uuid4().hex[:6]
+    source, target = f"bs{token}", f"bt{token}"
+    data = {
+        "defaults": {"replication.factor": 1, "offset-syncs.topic.replication.factor": 1},
+        "clusters": {
+            source: {"bootstrap.servers": config.cluster(flow.source).bootstrap_servers},
+            target: {"bootstrap.servers": config.cluster(flow.target).bootstrap_servers},
+        },
+        "flows": [
+            {"source": source, "target": target, "topics": [topic], "exactly_once": exactly_once, "tasks.max": tasks}
+        ],
+        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
+    }
+    path = tmp / "bench.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path, source, target
+
+
+def run(base: Path, records: int, size: int, partitions: int, *, exactly_once: bool, tasks: int) -> dict[str, Any]:
+    config = load_config(base)
+    source_cluster = config.cluster(config.enabled_flows()[0].source)
+    topic = f"bench-{uuid.uuid4().hex[:8]}"
+    ensure_topic(clients.admin_client(source_cluster), topic, partitions)
+    fill_s = fill(source_cluster.bootstrap_servers or "", topic, records, size)
+    with tempfile.TemporaryDirectory() as tmp:
+        path, source, target = flow_config(base, Path(tmp), topic, exactly_once, tasks)
+        command = spark_submit_command(
+            "replicate.py", ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)]
+        )
+        started = time.monotonic()
+        result = subprocess.run(command, env=submit_environment(), capture_output=True, text=True, check=False)
+        wall = time.monotonic() - started
+    if result.returncode != 0:
+        raise SystemExit(f"replication failed:\n{(result.stdout + result.stderr)[-3000:]}")
+    # spark-submit merges the Python driver's stderr into the JVM's stdout.
+    batches = [(int(n), float(mib), float(s)) for n, mib, s in BATCH_LINE.findall(result.stdout + result.stderr)]
+    copied = sum(b[0] for b in batches)
+    mib = sum(b[1] for b in batches)
+    batch_s = sum(b[2] for b in batches)
+    return {
+        "records": records,
+        "record_size": size,
+        "partitions": partitions,
+        "exactly_once": exactly_once,
+        "tasks_max": tasks,
+        "copied": copied,
+        "fill_seconds": round(fill_s, 2),
+        "job_seconds": round(wall, 2),
+        "batch_seconds": round(batch_s, 2),
+        "job_records_per_s": round(copied / wall),
+        "job_mb_per_s": round(mib * 1.048576 / wall, 1),
+        "batch_records_per_s": round(copied / batch_s) if batch_s else None,
+        "batch_mb_per_s": round(mib * 1.048576 / batch_s, 1) if batch_s else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default="conf/srm.yaml")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--exactly-once", choices=("on", "off"), default="on")
+    parser.add_argument("--tasks", type=int, default=2)
+    args = parser.parse_args()
+    figures = run(
+        Path(args.config),
+        args.records,
+        args.size,
+        args.partitions,
+        exactly_once=args.exactly_once == "on",
+        tasks=args.tasks,
+    )
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
