@@ -101,12 +101,15 @@ class SlotCopier:
         r = state.range
         losses = []
         if prog is not None and prog.topic_id and r.topic_id and prog.topic_id != r.topic_id:
-            # Deleted and created again: offsets restart; whatever of the old topic was planned
-            # but not copied is gone with it.
+            # Deleted and created again: offsets restart, and whatever the old topic held past our
+            # progress is gone. What was planned is known; records written after the last plan
+            # cannot be, so a recreation is always reported, even when no lost offset is known.
             old_end = max(prog.next_offset, r.start)
-            reason = f"were lost when the topic was deleted and recreated (topic id {prog.topic_id} -> {r.topic_id})"
-            if old_end > prog.next_offset:
-                losses.append(Loss(r.topic, r.partition, prog.next_offset, old_end, reason))
+            reason = (
+                f"of the old topic were lost when it was deleted and recreated (topic id {prog.topic_id} -> "
+                f"{r.topic_id}; records written after the last plan are not known)"
+            )
+            losses.append(Loss(r.topic, r.partition, prog.next_offset, old_end, reason))
             state.next_offset = low
         elif prog is not None:
             state.next_offset = prog.next_offset

@@ -61,10 +61,10 @@ class Loss:
 
     def __str__(self) -> str:
         count = self.end - self.first
-        return (
-            f"topic {self.topic!r} partition {self.partition}: offsets {self.first}..{self.end - 1} "
-            f"({count} record(s)) {self.reason}"
-        )
+        where = f"topic {self.topic!r} partition {self.partition}"
+        if count <= 0:
+            return f"{where}: offsets from {self.first} on {self.reason}"
+        return f"{where}: offsets {self.first}..{self.end - 1} ({count} record(s)) {self.reason}"
 
 
 @dataclass

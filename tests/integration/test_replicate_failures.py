@@ -12,13 +12,21 @@ import yaml
 
 from srm import clients
 from srm.config import SrmConfig, load_config
-from srm.errors import ClusterUnreachableError, DataLossError, ReplicationError
-from srm.topics import ensure_topic
+from srm.errors import ClusterUnreachableError, DataLossError, ReplicationError, TopicConflictError
+from srm.topics import ensure_topic, partition_counts
 from srm.warehouse import DATA_LOSS, METRICS
 from tests.conftest import free_ports
 from tests.helpers import produce
 from tests.integration.test_replicate_copy import alter_topic
-from tests.replication import contents, make_env, replicate, sequence_report, sequenced, without_offsets
+from tests.replication import (
+    contents,
+    count_records,
+    make_env,
+    replicate,
+    sequence_report,
+    sequenced,
+    without_offsets,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -145,3 +153,77 @@ def test_start_timestamp(spark: Any, kafka: SrmConfig, tmp_path: Path, unique: C
     remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
     assert sequence_report(contents(env.east, remote), {0: list(range(60, 100))})["missing"] == 0
     assert sum(len(r) for r in contents(env.east, remote).values()) == 40
+
+
+def test_recreated_source_topic_is_reported(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    import time
+
+    topic = unique("recreated")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    admin = clients.admin_client(env.west)
+    ensure_topic(admin, topic, 1)
+    produce(env.west, topic, sequenced(1, 100))
+    replicate(spark, env)
+    for future in admin.delete_topics([topic]).values():
+        future.result(30)
+    deadline = time.monotonic() + 30
+    while not ensure_topic(admin, topic, 1):  # deletion completes asynchronously
+        assert time.monotonic() < deadline, "the topic could not be created again"
+        time.sleep(0.5)
+    produce(env.west, topic, sequenced(1, 30, start=100))
+
+    with pytest.raises(DataLossError) as err:
+        replicate(spark, env)
+    assert (
+        f"topic '{topic}' partition 0: offsets from 100 on of the old topic were lost when it was deleted and recreated"
+        in str(err.value)
+    )
+
+    env.rewrite(on_data_loss="continue")
+    replicate(spark, env)
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    target = contents(env.east, remote)
+    assert sequence_report(target, {0: list(range(130))}) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
+    reasons = {r["policy"]: r["reason"] for r in env.warehouse.read(DATA_LOSS, topic=topic)}
+    assert set(reasons) == {"fail", "continue"} and all("deleted and recreated" in r for r in reasons.values())
+
+
+def test_existing_target_topic_with_fewer_partitions_stops_the_flow(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic = unique("conflict")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    ensure_topic(clients.admin_client(env.west), topic, 4)
+    produce(env.west, topic, sequenced(4, 40))
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    ensure_topic(clients.admin_client(env.east), remote, 2, config={"cleanup.policy": "compact"})
+    with pytest.raises(TopicConflictError) as err:
+        replicate(spark, env)
+    assert f"topic '{remote}' already exists on {env.east.alias} with partition count 2, expected at least 4" in str(
+        err.value
+    )
+    assert count_records(env.east, remote) == 0  # nothing was written anywhere
+    assert partition_counts(clients.admin_client(env.east))[remote] == 2  # and the topic was not altered
+
+
+def test_offset_syncs_on_the_target_are_written_in_the_transactions(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    from srm.records import OffsetSync
+    from tests.helpers import read_all
+
+    topic = unique("synctarget")
+    env = make_env(
+        kafka,
+        tmp_path,
+        [{"source": "west", "target": "east", "topics": [topic], "offset-syncs.topic.location": "target"}],
+    )
+    ensure_topic(clients.admin_client(env.west), topic, 1)
+    produce(env.west, topic, sequenced(1, 50))
+    replicate(spark, env)
+    syncs_topic = env.flow().policy.offset_syncs_topic(env.west.alias)  # mm2-offset-syncs.<source>.internal
+    assert syncs_topic not in partition_counts(clients.admin_client(env.west))
+    syncs = [OffsetSync.from_message(m) for m in read_all(env.east, syncs_topic, 2)]
+    assert [(s.topic, s.upstream_offset, s.downstream_offset) for s in syncs] == [(topic, 0, 0), (topic, 49, 49)]
