@@ -1,9 +1,11 @@
-"""``make demo``: demo data on the first flow's source, replicated exactly once, shown per cluster.
+"""``make demo``: demo data on the first flow's source, replicated exactly once, offsets translated.
 
 Creates ``demo-orders`` (3 partitions) with 1,000 keyed records carrying headers on the source of
 the first enabled flow (once), runs that flow's Spark replication job in available-now mode with
-``spark-submit`` (as ``srm-control run replicate`` does), then prints every local cluster's
-topics with record counts and compares the demo topic with its remote copy.
+``spark-submit`` (as ``srm-control run replicate`` does), prints every local cluster's topics with
+record counts and compares the demo topic with its remote copy; then a consumer group
+``demo-billing`` commits its position on the source, a checkpoint pass runs, and the group's
+translated offsets on the target are printed.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import SrmError
+from srm.offsets.api import Translator
 from srm.sparkapp import spark_submit_command, submit_environment
 from srm.topics import describe, ensure_topic, record_counts
 
 DEMO_TOPIC = "demo-orders"
 DEMO_PARTITIONS = 3
 DEMO_RECORDS = 1000
+DEMO_GROUP = "demo-billing"
 
 
 def produce_demo_data(cluster: Cluster) -> int:
@@ -45,14 +49,31 @@ def produce_demo_data(cluster: Cluster) -> int:
     return DEMO_RECORDS
 
 
-def replicate(config: SrmConfig, flow: Flow) -> None:
-    """The flow's Spark job, available-now, exactly as ``srm-control run replicate`` submits it."""
-    args = ["--source", flow.source, "--target", flow.target, "--mode", "available-now", "--config", config.file]
-    command = spark_submit_command("replicate.py", args)
-    print(f"\nrunning the replication job of {flow.name} (available-now):\n  {shlex.join(command)}", flush=True)
+def submit(config: SrmConfig, flow: Flow, job: str, *extra: str) -> None:
+    """A Spark job of ``flow``, exactly as ``srm-control run <job>`` submits it."""
+    args = ["--source", flow.source, "--target", flow.target, "--config", config.file, *extra]
+    command = spark_submit_command(f"{job}.py", args)
+    print(f"\nrunning the {job} job of {flow.name}:\n  {shlex.join(command)}", flush=True)
     result = subprocess.run(command, env=submit_environment(), check=False)
     if result.returncode != 0:
-        raise SrmError(f"the replication job of {flow.name} failed (exit code {result.returncode})")
+        raise SrmError(f"the {job} job of {flow.name} failed (exit code {result.returncode})")
+
+
+def translate_demo_group(config: SrmConfig, flow: Flow) -> None:
+    """A group that read half of each partition on the source, and where it resumes on the target."""
+    from confluent_kafka import TopicPartition
+
+    source = config.cluster(flow.source)
+    consumer = clients.consumer(source, DEMO_GROUP, **{"enable.partition.eof": True})
+    try:
+        half = {p: count // 2 for p, count in record_counts(consumer, DEMO_TOPIC, DEMO_PARTITIONS).items()}
+        consumer.commit(offsets=[TopicPartition(DEMO_TOPIC, p, o) for p, o in half.items()], asynchronous=False)
+    finally:
+        consumer.close()
+    submit(config, flow, "checkpoints")
+    print(f"\n{DEMO_GROUP}: committed on {flow.source} -> checkpoint on {flow.target}")
+    for t in Translator(config, flow).group(DEMO_GROUP):
+        print(f"  {t.from_topic}[{t.partition}] offset {t.from_offset} -> {t.topic}[{t.partition}] offset {t.offset}")
 
 
 def show_clusters(config: SrmConfig) -> None:
@@ -95,9 +116,10 @@ def main() -> int:
             if produced
             else f"{source.alias}: {DEMO_TOPIC} already exists, nothing produced"
         )
-        replicate(config, flow)
+        submit(config, flow, "replicate", "--mode", "available-now")
         show_clusters(config)
         compare(config, flow)
+        translate_demo_group(config, flow)
     except SrmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

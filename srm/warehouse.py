@@ -6,6 +6,8 @@ Tables (one folder each under the warehouse root):
 - ``offset_sync_history``: every offset run the data path committed (the exact sync history that
   offset translation needs; the compacted MM2 topic forgets it).
 - ``data_loss``: every range of source offsets that was gone before it could be copied.
+- ``checkpoint_metrics``: per checkpoint pass, group and partition: offsets on both clusters, lag
+  on both clusters, and the checkpoint latency (offset read on the source -> checkpoint written).
 
 Appends carry a Delta application transaction (app id, version): an append whose version is not
 above the table's recorded version for that app id is skipped, so replays never duplicate rows.
@@ -22,6 +24,7 @@ log = logging.getLogger(__name__)
 METRICS = "replication_metrics"
 SYNC_HISTORY = "offset_sync_history"
 DATA_LOSS = "data_loss"
+CHECKPOINT_METRICS = "checkpoint_metrics"
 
 
 def _schemas() -> dict[str, Any]:
@@ -66,6 +69,26 @@ def _schemas() -> dict[str, Any]:
                 ("next_offset", i64),
                 ("history_offset", i64),
                 ("committed_at", ts),
+            ]
+        ),
+        CHECKPOINT_METRICS: pa.schema(
+            [
+                ("flow", s),
+                ("pass_id", s),
+                ("direction", s),
+                ("group", s),
+                ("topic", s),
+                ("partition", pa.int32()),
+                ("upstream_offset", i64),
+                ("downstream_offset", i64),
+                ("upstream_end", i64),
+                ("downstream_end", i64),
+                ("upstream_lag", i64),
+                ("downstream_lag", i64),
+                ("written", pa.bool_()),
+                ("latency_ms", f64),
+                ("seen_at", ts),
+                ("written_at", ts),
             ]
         ),
         DATA_LOSS: pa.schema(

@@ -64,14 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a Spark job of a flow outside Airflow",
         description="Build the spark-submit call of a flow's Spark job and run it in the foreground; Ctrl-C stops it.",
     )
-    run.add_argument("job", choices=("replicate",))
+    run.add_argument("job", choices=("replicate", "checkpoints"), help="replicate: copy topics; checkpoints: one pass")
     run.add_argument("--source", required=True, help="source cluster alias")
     run.add_argument("--target", required=True, help="target cluster alias")
     run.add_argument(
         "--mode",
         choices=("continuous", "available-now"),
         default="available-now",
-        help="continuous runs until stopped; available-now copies what is there and stops",
+        help="replicate only: continuous runs until stopped; available-now copies what is there and stops",
     )
     run.add_argument("--master", help="Spark master (default local[*, 4])")
     run.add_argument("--dry-run", action="store_true", help="print the spark-submit command instead of running it")

@@ -46,16 +46,9 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     """Replace this process with spark-submit, so signals reach Spark directly."""
     config = load_config(args.config, strict=True)
     flow = config.flow(args.source, args.target)
-    job_args = [
-        "--source",
-        flow.source,
-        "--target",
-        flow.target,
-        "--mode",
-        args.mode,
-        "--config",
-        str(Path(config.file).resolve()),
-    ]
+    job_args = ["--source", flow.source, "--target", flow.target, "--config", str(Path(config.file).resolve())]
+    if args.job == "replicate":
+        job_args += ["--mode", args.mode]
     command = spark_submit_command(f"{args.job}.py", job_args, args.master)
     if args.json:
         return {"command": command}

@@ -36,14 +36,25 @@ class HistoryIngest:
 
     def ingest(self) -> int:
         """Append the history records committed since the last ingest; returns how many were read."""
+        start, end, rows = self.tail()
+        if end <= start:
+            return 0
+        self.warehouse.append(SYNC_HISTORY, rows, self.app_id, end)
+        return len(rows)
+
+    def tail(self) -> tuple[int, int, list[dict[str, Any]]]:
+        """(start, end, rows) of the history committed to the topic but not yet in the warehouse."""
         start = self.warehouse.version(SYNC_HISTORY, self.app_id) or 0
         end = list_offsets(self.admin, [(self.topic, 0)], "latest")[(self.topic, 0)]
         if end <= start:
-            return 0
+            return start, end, []
         records = self._read(start, end)
-        rows = [row for offset, timestamp, record in records for row in self._rows(offset, timestamp, record)]
-        self.warehouse.append(SYNC_HISTORY, rows, self.app_id, end)
-        return len(records)
+        return start, end, [row for offset, ts, record in records for row in self._rows(offset, ts, record)]
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
 
     def _read(self, start: int, end: int) -> list[tuple[int, int, OffsetRunsRecord]]:
         from confluent_kafka import TopicPartition

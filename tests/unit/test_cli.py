@@ -73,6 +73,33 @@ def test_import_then_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["validate", "--config", str(out)]) == 0
 
 
+def test_run_builds_the_spark_submit_call(capsys: pytest.CaptureFixture[str]) -> None:
+    config = str(ROOT / "conf" / "srm.yaml")
+    assert main(["run", "replicate", "--source", "us-west", "--target", "us-east", "--config", config, "--json"]) == 0
+    command = json.loads(capsys.readouterr().out)["command"]
+    assert command[0].endswith("pyspark/bin/spark-submit") and command[1:3] == ["--master", "local[*, 4]"]
+    assert command[command.index(str(ROOT / "spark" / "replicate.py")) + 1 :] == [
+        "--source",
+        "us-west",
+        "--target",
+        "us-east",
+        "--config",
+        config,
+        "--mode",
+        "available-now",
+    ]
+    assert (
+        main(["run", "checkpoints", "--source", "us-west", "--target", "us-east", "--config", config, "--dry-run"]) == 0
+    )
+    assert (
+        capsys.readouterr()
+        .out.strip()
+        .endswith(f"spark/checkpoints.py --source us-west --target us-east --config {config}")
+    )
+    assert main(["run", "replicate", "--source", "us-west", "--target", "eu", "--config", config]) == 1
+    assert "no flow us-west->eu" in capsys.readouterr().err
+
+
 def test_console_script_usage_errors_exit_two() -> None:
     script = Path(sys.executable).parent / "srm-control"
     result = subprocess.run([str(script)], capture_output=True, text=True, check=False)

@@ -1,0 +1,251 @@
+"""One checkpoint pass of a flow A->B (``spark/checkpoints.py``).
+
+Forward: A's consumer groups that pass the flow's group filter and have committed offsets on
+topics the flow replicates are translated exactly (:mod:`.asof`) and written as MM2 checkpoints
+to ``A.checkpoints.internal`` on B, per key never backwards unless the group rewound; then, with
+``sync.group.offsets.enabled``, into B's idle groups (:mod:`.group_sync`).
+
+Backward (failback): B's groups with committed offsets on the flow's remote topics (``A.t``) are
+translated back to ``t`` on A and written to ``B.checkpoints.internal`` on A, so a group that
+failed over to B can return to A without losing or re-reading a record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from srm import clients
+from srm.config.model import Flow, SrmConfig
+from srm.filters import NameFilter, should_replicate_group
+from srm.internal_topics import InternalTopic, ensure_internal_topic
+from srm.offsets.asof import translate_frame
+from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_checkpoints
+from srm.offsets.group_sync import SyncReport, sync_group_offsets
+from srm.offsets.groups import group_offsets, list_groups
+from srm.offsets.history import FlowHistory, load_history
+from srm.records import Checkpoint
+from srm.replication.selector import TopicSelector
+from srm.topics import broker_count, list_offsets, partition_counts
+from srm.warehouse import CHECKPOINT_METRICS, Warehouse
+
+log = logging.getLogger("srm.checkpoints")
+INTERNAL_GROUP_PREFIX = "__srm."  # the project's own groups are never checkpointed
+
+Row = tuple[str, str, int, int, str]  # group, topic, partition, position, metadata
+
+
+@dataclass
+class Direction:
+    name: str  # "forward" or "backward"
+    groups: int = 0
+    written: list[Checkpoint] = field(default_factory=list)
+    in_force: list[Checkpoint] = field(default_factory=list)
+    unchanged: int = 0
+    # Partitions the flow has not copied a record of: no checkpoint, but a group offset sync sets
+    # them to the end of the remote partition (0 when empty), so a consumer misses nothing later.
+    not_copied: list[Checkpoint] = field(default_factory=list)
+
+
+@dataclass
+class PassReport:
+    flow: str
+    forward: Direction
+    backward: Direction
+    sync: SyncReport | None
+    seconds: float
+
+    def summary(self) -> str:
+        f, b = self.forward, self.backward
+        text = (
+            f"flow {self.flow} checkpoints: {f.groups} group(s), {len(f.written)} checkpoint(s) written, "
+            f"{f.unchanged} unchanged; failback: {b.groups} group(s), {len(b.written)} written"
+        )
+        if self.sync is not None:
+            text += f"; group offsets synced for {len(self.sync.synced)} group(s), {len(self.sync.skipped)} skipped"
+        return f"{text} in {self.seconds:.1f} s"
+
+
+class CheckpointPass:
+    def __init__(self, spark: Any, config: SrmConfig, flow: Flow) -> None:
+        self.spark = spark
+        self.config = config
+        self.flow = flow
+        self.source = config.cluster(flow.source)
+        self.target = config.cluster(flow.target)
+        self.selector = TopicSelector(flow)
+        s = flow.settings
+        self.groups = NameFilter(s.groups, s.groups_exclude)
+        self.pass_id = uuid.uuid4().hex[:12]
+        self.metrics: list[dict[str, Any]] = []
+
+    def run(self) -> PassReport:
+        started = time.monotonic()
+        self._ensure_topics()
+        history = load_history(self.config, self.flow)
+        forward = self._forward(history)
+        backward = self._backward(history)
+        sync = None
+        if self.flow.settings.sync_group_offsets_enabled:
+            sync = sync_group_offsets(clients.admin_client(self.target), forward.in_force + forward.not_copied)
+        Warehouse(self.config.storage.warehouse).append(
+            CHECKPOINT_METRICS, self.metrics, f"checkpoints:{self.flow.name}:{self.pass_id}", 1
+        )
+        report = PassReport(self.flow.name, forward, backward, sync, time.monotonic() - started)
+        log.info("%s", report.summary())
+        return report
+
+    # --- topics -------------------------------------------------------------------------------
+    def forward_topic(self) -> InternalTopic:
+        return self._checkpoints_topic(self.flow.source, self.flow.target)
+
+    def backward_topic(self) -> InternalTopic:
+        return self._checkpoints_topic(self.flow.target, self.flow.source)
+
+    def _checkpoints_topic(self, about: str, on: str) -> InternalTopic:
+        return InternalTopic(
+            self.flow.policy.checkpoints_topic(about),
+            on,
+            "compact",
+            self.flow.settings.checkpoints_topic_replication_factor,
+        )
+
+    def _ensure_topics(self) -> None:
+        for topic in (self.forward_topic(), self.backward_topic()):
+            admin = clients.admin_client(self.config.cluster(topic.cluster))
+            ensure_internal_topic(admin, topic, broker_count(admin))
+
+    # --- the two directions -------------------------------------------------------------------
+    def _group_rows(self, admin: Any, topics: set[str]) -> tuple[int, list[Row]]:
+        """Committed offsets of the admitted groups on ``topics``; groups without any are left out."""
+        names = [
+            g
+            for g in list_groups(admin)
+            if should_replicate_group(g, self.groups) and not g.startswith(INTERNAL_GROUP_PREFIX)
+        ]
+        offsets = group_offsets(admin, names)
+        rows = [
+            (g, t, p, o.offset, o.metadata)
+            for g, found in offsets.items()
+            for (t, p), o in found.offsets.items()
+            if t in topics
+        ]
+        return len({r[0] for r in rows}), rows
+
+    def _forward(self, history: FlowHistory) -> Direction:
+        direction = Direction("forward")
+        admin = clients.admin_client(self.source)
+        topics = {t for t in {k[0] for k in history.partitions} if self.selector.replicates(t)}
+        direction.groups, rows = self._group_rows(admin, topics)
+        seen = datetime.now(UTC)
+        translated = self._translate(rows, history, "forward")
+        fresh = [Checkpoint(g, self.selector.remote(t), p, up, down, meta) for g, t, p, up, meta, down in translated]
+        self._apply(direction, fresh, self.target, self.forward_topic().name)
+        self._record(direction, translated, seen)
+        direction.not_copied = self._not_copied(rows, history)
+        return direction
+
+    def _not_copied(self, rows: list[Row], history: FlowHistory) -> list[Checkpoint]:
+        copied = {k for k, h in history.partitions.items() if not h.empty}
+        rest = [r for r in rows if (r[1], r[2]) not in copied]
+        if not rest:
+            return []
+        admin = clients.admin_client(self.target)
+        counts = partition_counts(admin, include_internal=True)
+        keys = sorted(
+            {(self.selector.remote(t), p) for _, t, p, _, _ in rest if p < counts.get(self.selector.remote(t), 0)}
+        )
+        ends = list_offsets(admin, keys, "latest")
+        return [
+            Checkpoint(g, self.selector.remote(t), p, up, ends[(self.selector.remote(t), p)], meta)
+            for g, t, p, up, meta in rest
+            if (self.selector.remote(t), p) in ends
+        ]
+
+    def _backward(self, history: FlowHistory) -> Direction:
+        direction = Direction("backward")
+        admin = clients.admin_client(self.target)
+        original = {self.selector.remote(t): t for t, _ in history.partitions}
+        direction.groups, rows = self._group_rows(admin, set(original))
+        seen = datetime.now(UTC)
+        rows = [(g, original[t], p, pos, meta) for g, t, p, pos, meta in rows]
+        translated = self._translate(rows, history, "backward")
+        fresh = [Checkpoint(g, t, p, up, down, meta) for g, t, p, up, meta, down in translated]
+        self._apply(direction, fresh, self.source, self.backward_topic().name)
+        self._record(direction, translated, seen)
+        return direction
+
+    def _translate(self, rows: list[Row], history: FlowHistory, direction: str) -> list[tuple[Any, ...]]:
+        """(group, topic, partition, position, metadata, translated) for rows whose partition has runs."""
+        if not rows or not history.rows:
+            return []
+        import pyarrow as pa
+
+        # Arrow tables travel to Spark in columnar batches, not as one pickled task of rows.
+        columns = ("group", "topic", "partition", "position", "metadata")
+        offsets = self.spark.createDataFrame(pa.table(dict(zip(columns, zip(*rows, strict=True), strict=True))))
+        runs = self.spark.createDataFrame(pa.Table.from_pylist(history.rows))
+        ends = self.spark.createDataFrame(
+            pa.Table.from_pylist(
+                [{"topic": t, "partition": p, "next_offset": h.next_offset} for (t, p), h in history.partitions.items()]
+            )
+        )
+        result = translate_frame(offsets, runs, direction, ends).collect()
+        return [(r["group"], r["topic"], r["partition"], r["position"], r["metadata"], r["translated"]) for r in result]
+
+    def _apply(self, direction: Direction, fresh: list[Checkpoint], cluster: Any, topic: str) -> None:
+        previous = read_checkpoints(cluster, topic)
+        for checkpoint in fresh:
+            key = (checkpoint.group, checkpoint.topic, checkpoint.partition)
+            changed = monotonic(checkpoint, previous.get(key))
+            if changed is None:
+                direction.unchanged += 1
+                direction.in_force.append(previous[key])
+            else:
+                direction.written.append(changed)
+                direction.in_force.append(changed)
+        if direction.written:
+            write_checkpoints(cluster, topic, direction.written)
+
+    # --- metrics ------------------------------------------------------------------------------
+    def _record(self, direction: Direction, translated: list[tuple[Any, ...]], seen: datetime) -> None:
+        if not translated:
+            return
+        forward = direction.name == "forward"
+        here, there = (self.source, self.target) if forward else (self.target, self.source)
+        written_at = datetime.now(UTC)
+        written = {(c.group, c.topic, c.partition) for c in direction.written}
+        in_force = {(c.group, c.topic, c.partition): c for c in direction.in_force}
+        keys_here = sorted({(t if forward else self.selector.remote(t), p) for _, t, p, *_ in translated})
+        keys_there = sorted({(self.selector.remote(t) if forward else t, p) for _, t, p, *_ in translated})
+        ends_here = list_offsets(clients.admin_client(here), keys_here, "latest")
+        ends_there = list_offsets(clients.admin_client(there), keys_there, "latest")
+        for group, topic, partition, position, _, _ in translated:
+            out_topic = self.selector.remote(topic) if forward else topic
+            in_topic = topic if forward else self.selector.remote(topic)
+            checkpoint = in_force[(group, out_topic, partition)]
+            end_here, end_there = ends_here[(in_topic, partition)], ends_there[(out_topic, partition)]
+            self.metrics.append(
+                {
+                    "flow": self.flow.name,
+                    "pass_id": self.pass_id,
+                    "direction": direction.name,
+                    "group": group,
+                    "topic": out_topic,
+                    "partition": partition,
+                    "upstream_offset": position,
+                    "downstream_offset": checkpoint.downstream_offset,
+                    "upstream_end": end_here,
+                    "downstream_end": end_there,
+                    "upstream_lag": max(0, end_here - position),
+                    "downstream_lag": max(0, end_there - checkpoint.downstream_offset),
+                    "written": (group, out_topic, partition) in written,
+                    "latency_ms": (written_at - seen).total_seconds() * 1000,
+                    "seen_at": seen,
+                    "written_at": written_at,
+                }
+            )

@@ -1,0 +1,293 @@
+"""Checkpoints: exact failover and failback, rewinding groups, safe group offset sync."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srm import clients
+from srm.config import SrmConfig
+from srm.offsets.api import Translator
+from srm.offsets.checkpoint_store import read_checkpoints
+from srm.offsets.checkpointing import CheckpointPass
+from srm.records import Checkpoint
+from srm.warehouse import CHECKPOINT_METRICS
+from srm.topics import ensure_topic
+from tests.checkpointing import commit, read_from
+from tests.helpers import produce
+from tests.integration.test_replicate_copy import alter_topic
+from tests.replication import Env, contents, make_env, replicate, sequenced
+
+pytestmark = pytest.mark.integration
+
+
+def checkpoints_of(env: Env, group: str) -> dict[tuple[str, int], Checkpoint]:
+    topic = env.flow().policy.checkpoints_topic(env.west.alias)
+    return {(c.topic, c.partition): c for c in read_checkpoints(env.east, topic).values() if c.group == group}
+
+
+def failover_exactness(env: Env, group: str, topic: str, committed: dict[int, int]) -> None:
+    """A consumer on the target starting from the checkpoints reads exactly what the group had not read."""
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    source = contents(env.west, topic)
+    checkpoints = checkpoints_of(env, group)
+    for partition, upstream in committed.items():
+        unread = [r[:4] for r in source[partition] if r[4] >= upstream]
+        if not source[partition]:
+            assert (remote, partition) not in checkpoints  # nothing copied: no checkpoint
+            continue
+        downstream = checkpoints[(remote, partition)].downstream_offset
+        assert read_from(env.east, remote, partition, downstream) == unread, f"{topic}[{partition}] from {upstream}"
+
+
+def test_planned_failover_is_exact_on_plain_transactional_and_compacted_topics(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    import time
+
+    from confluent_kafka import Producer
+
+    plain, txn, compacted = unique("fo-plain"), unique("fo-txn"), unique("fo-compact")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [plain, txn, compacted]}])
+    admin = clients.admin_client(env.west)
+    ensure_topic(admin, plain, 10)
+    produce(env.west, plain, sequenced(10, 2000))
+    ensure_topic(admin, txn, 3)
+    producer: Producer = clients.producer(env.west, **{"transactional.id": unique("fo-txn-producer")})
+    producer.init_transactions(30)
+    for i in range(20):
+        producer.begin_transaction()
+        for record in sequenced(3, 15, start=i * 15):
+            producer.produce(txn, **record)
+        if i % 10 in (2, 5, 8):
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+    ensure_topic(
+        admin,
+        compacted,
+        1,
+        config={
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.001",
+            "delete.retention.ms": "0",
+        },
+    )
+    produce(env.west, compacted, [{"key": f"k{i}".encode(), "value": b"v1", "partition": 0} for i in range(40)])
+    produce(env.west, compacted, [{"key": f"k{i}".encode(), "value": b"v2", "partition": 0} for i in range(0, 40, 2)])
+    deadline = time.monotonic() + 60
+    while 0 in [r[4] for r in contents(env.west, compacted)[0]]:
+        assert time.monotonic() < deadline, "the broker did not compact the topic within 60 s"
+        produce(env.west, compacted, [{"key": b"roll", "value": b"x", "partition": 0}])
+        time.sleep(1)
+    alter_topic(admin, compacted, {"segment.ms": "604800000", "min.cleanable.dirty.ratio": "0.9"})
+    replicate(spark, env)
+
+    group = unique("app")
+    rng = random.Random(7)
+    positions: dict[str, dict[int, int]] = {}
+    for topic in (plain, txn, compacted):
+        parts = contents(env.west, topic)
+        # Any position: a record's offset, the end, 0, or an offset inside a gap (aborts, markers, compaction).
+        positions[topic] = {
+            p: rng.choice([0, records[-1][4] + 1, *[r[4] for r in records], records[-1][4] // 2])
+            for p, records in parts.items()
+        }
+    commit(env.west, group, {(t, p): o for t, parts in positions.items() for p, o in parts.items()})
+    report = CheckpointPass(spark, env.config, env.flow()).run()
+    assert report.forward.groups == 1 and len(report.forward.written) == 14
+    for topic in (plain, txn, compacted):
+        failover_exactness(env, group, topic, positions[topic])
+
+
+def test_lagging_group_rewinds_and_restarts_stay_monotonic(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic = unique("lag")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    ensure_topic(clients.admin_client(env.west), topic, 10)
+    records = [r for r in sequenced(10, 1000) if r["partition"] != 9]  # partition 9 stays empty
+    produce(env.west, topic, records)
+    replicate(spark, env)
+    group = unique("lagger")
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+
+    def at(share: float) -> dict[tuple[str, int], int]:
+        return {(topic, p): int(100 * share) if p < 9 else 0 for p in range(10)}
+
+    commit(env.west, group, at(0.9))
+    CheckpointPass(spark, env.config, env.flow()).run()
+    high = {k: c.downstream_offset for k, c in checkpoints_of(env, group).items()}
+    assert sorted(high) == [(remote, p) for p in range(9)]  # none for the partition never copied
+    commit(env.west, group, at(0.1))
+    CheckpointPass(spark, env.config, env.flow()).run()
+    low = {k: c.downstream_offset for k, c in checkpoints_of(env, group).items()}
+    assert all(low[k] < high[k] for k in high)  # the group rewound: checkpoints follow it back
+    restarted = CheckpointPass(spark, env.config, env.flow()).run()  # a new job reloads the checkpoints
+    assert restarted.forward.written == [] and restarted.forward.unchanged == 9
+    commit(env.west, group, at(0.5))
+    CheckpointPass(spark, env.config, env.flow()).run()
+    mid = {k: c.downstream_offset for k, c in checkpoints_of(env, group).items()}
+    assert all(low[k] < mid[k] < high[k] for k in high)
+    failover_exactness(env, group, topic, {p: o for (_, p), o in at(0.5).items()})
+    by_group = Translator(env.config, env.flow()).group(group)  # from the checkpoints: works without the source
+    assert {(t.topic, t.partition): t.offset for t in by_group} == mid
+    assert all(t.from_topic == topic and t.from_offset == 50 for t in by_group)
+    metrics = [m for m in env.warehouse.read(CHECKPOINT_METRICS, group=group) if m["direction"] == "forward"]
+    assert len(metrics) == 4 * 9 and all(m["upstream_lag"] == 100 - m["upstream_offset"] for m in metrics)
+    assert all(m["latency_ms"] >= 0 for m in metrics)
+    empty = Translator(env.config, env.flow()).offset(topic, 9, 0)
+    assert (empty.topic, empty.partition, empty.offset) == (remote, 9, 0)  # an empty partition translates to 0
+
+
+def test_checkpoint_records_have_the_mm2_layout(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    import struct
+
+    from tests.helpers import read_all
+
+    topic = unique("layout")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    ensure_topic(clients.admin_client(env.west), topic, 1)
+    produce(env.west, topic, sequenced(1, 10))
+    replicate(spark, env)
+    group = unique("layout-group")
+    commit(env.west, group, {(topic, 0): 4})
+    CheckpointPass(spark, env.config, env.flow()).run()
+    raw = [
+        m
+        for m in read_all(env.east, env.flow().policy.checkpoints_topic(env.west.alias), 1)
+        if Checkpoint.from_message(m).group == group
+    ][0]
+    remote = f"{env.west.alias}.{topic}".encode()
+    key = (
+        struct.pack(">h", len(group)) + group.encode() + struct.pack(">h", len(remote)) + remote + struct.pack(">i", 0)
+    )
+    assert raw.key() == key and raw.partition() == 0
+    assert raw.value() == struct.pack(">hqqh", 0, 4, 4, 0)  # version 0, upstream 4, downstream 4, metadata ""
+
+
+def test_group_offset_sync_exact_and_never_while_active_or_backwards(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    import threading
+    import time
+
+    from srm.offsets.group_sync import sync_group_offsets
+    from srm.offsets.groups import group_offsets
+
+    topic = unique("sync")
+    env = make_env(
+        kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "sync.group.offsets.enabled": True}]
+    )
+    ensure_topic(clients.admin_client(env.west), topic, 4)
+    produce(env.west, topic, sequenced(4, 4000))
+    replicate(spark, env)
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    idle, busy = unique("idle"), unique("busy")
+    source_offsets = {(topic, p): 300 + 100 * p for p in range(4)}
+    commit(env.west, idle, source_offsets)
+    commit(env.west, busy, source_offsets)
+    report = CheckpointPass(spark, env.config, env.flow()).run()
+    target_admin = clients.admin_client(env.east)
+    expected = {(remote, p): checkpoints_of(env, idle)[(remote, p)].downstream_offset for p in range(4)}
+    assert report.sync is not None and report.sync.synced[idle] == expected  # the idle group: exact offsets
+    got = group_offsets(target_admin, [idle])[idle].offsets
+    assert {k: v.offset for k, v in got.items()} == expected
+
+    # The busy group's consumer on the target joins, consumes past the checkpoints, commits, leaves,
+    # and joins again, while 100 rounds of offset sync run.
+    active: list[tuple[float, float]] = []
+    stop = threading.Event()
+
+    def consumer_loop() -> None:
+        while not stop.is_set():
+            consumer = clients.consumer(
+                env.east, busy, **{"auto.offset.reset": "earliest", "enable.auto.commit": False}
+            )
+            consumer.subscribe([remote])
+            joined = None
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and joined is None:
+                if consumer.consume(20, 0.1):  # a few records per visit: the sync often gets ahead of it
+                    joined = time.monotonic()
+            time.sleep(0.3)
+            if joined is not None:
+                consumer.commit(asynchronous=False)  # its own position: past what the sync wrote
+            consumer.close()
+            if joined is not None:
+                active.append((joined, time.monotonic()))
+            time.sleep(0.3)
+
+    worker = threading.Thread(target=consumer_loop, daemon=True)
+    worker.start()
+    checkpoints = [
+        c
+        for c in read_checkpoints(env.east, env.flow().policy.checkpoints_topic(env.west.alias)).values()
+        if c.group == busy
+    ]
+    writes: list[float] = []
+    history: list[dict[tuple[str, int], int]] = []
+    for round_ in range(100):
+        # The source group keeps moving: every round's translation is further on.
+        moving = [
+            Checkpoint(
+                c.group,
+                c.topic,
+                c.partition,
+                c.upstream_offset + 5 * round_,
+                min(c.downstream_offset + 5 * round_, 1000),
+            )
+            for c in checkpoints
+        ]
+        round_report = sync_group_offsets(target_admin, moving)
+        if busy in round_report.synced:
+            writes.append(time.monotonic())
+        history.append({k: v.offset for k, v in group_offsets(target_admin, [busy])[busy].offsets.items()})
+    stop.set()
+    worker.join(30)
+    assert active, "the consumer never got an assignment"
+    assert writes, "the sync never found the group idle and behind: the test proves nothing"
+    assert len(writes) < 100, "the sync never found the group active: the test proves nothing"
+    for earlier, later in zip(history, history[1:], strict=False):
+        assert all(later.get(k, -1) >= v for k, v in earlier.items()), "an offset moved backwards"
+    for written in writes:
+        assert not any(start < written < end for start, end in active), "offsets written while the group was active"
+
+
+def test_failback_after_consuming_more_on_the_target_is_exact(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic = unique("failback")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    ensure_topic(clients.admin_client(env.west), topic, 3)
+    produce(env.west, topic, sequenced(3, 900))
+    replicate(spark, env)
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    group = unique("roamer")
+    commit(env.west, group, {(topic, p): 50 * (p + 1) for p in range(3)})
+    CheckpointPass(spark, env.config, env.flow()).run()
+    # Failover: the group continues on the target from its checkpoints and consumes 70 more per partition.
+    on_target = {(remote, p): c.downstream_offset + 70 for (_, p), c in checkpoints_of(env, group).items()}
+    commit(env.east, group, on_target)
+    produce(env.west, topic, sequenced(3, 90, start=900))  # more data meanwhile, replicated too
+    replicate(spark, env)
+    CheckpointPass(spark, env.config, env.flow()).run()
+    # Failback: the checkpoints on the source (`<target>.checkpoints.internal`) say where to resume.
+    back_topic = env.flow().policy.checkpoints_topic(env.east.alias)
+    back = {(c.topic, c.partition): c for c in read_checkpoints(env.west, back_topic).values() if c.group == group}
+    assert sorted(back) == [(topic, p) for p in range(3)]
+    for p in range(3):
+        consumed_on_target = read_from(env.east, remote, p, 0)[: on_target[(remote, p)]]
+        resumed = read_from(env.west, topic, p, back[(topic, p)].downstream_offset)
+        everything = read_from(env.west, topic, p, 0)
+        # Resuming on the source reads exactly what was not consumed on the target.
+        assert resumed == everything[len(consumed_on_target) :]
+        translated = Translator(env.config, env.flow()).offset(remote, p, on_target[(remote, p)], "backward")
+        assert (translated.topic, translated.offset) == (topic, back[(topic, p)].downstream_offset)
