@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,9 +17,11 @@ from srm.config import SrmConfig
 from srm.offsets.api import Translator
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.checkpointing import CheckpointPass
+from srm.offsets.group_sync import sync_group_offsets
+from srm.offsets.groups import group_offsets
 from srm.records import Checkpoint
-from srm.warehouse import CHECKPOINT_METRICS
 from srm.topics import ensure_topic
+from srm.warehouse import CHECKPOINT_METRICS
 from tests.checkpointing import commit, read_from
 from tests.helpers import produce
 from tests.integration.test_replicate_copy import alter_topic
@@ -47,8 +52,6 @@ def failover_exactness(env: Env, group: str, topic: str, committed: dict[int, in
 def test_planned_failover_is_exact_on_plain_transactional_and_compacted_topics(
     spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
-    import time
-
     from confluent_kafka import Producer
 
     plain, txn, compacted = unique("fo-plain"), unique("fo-txn"), unique("fo-compact")
@@ -160,11 +163,8 @@ def test_checkpoint_records_have_the_mm2_layout(
     group = unique("layout-group")
     commit(env.west, group, {(topic, 0): 4})
     CheckpointPass(spark, env.config, env.flow()).run()
-    raw = [
-        m
-        for m in read_all(env.east, env.flow().policy.checkpoints_topic(env.west.alias), 1)
-        if Checkpoint.from_message(m).group == group
-    ][0]
+    messages = read_all(env.east, env.flow().policy.checkpoints_topic(env.west.alias), 1)
+    raw = next(m for m in messages if Checkpoint.from_message(m).group == group)
     remote = f"{env.west.alias}.{topic}".encode()
     key = (
         struct.pack(">h", len(group)) + group.encode() + struct.pack(">h", len(remote)) + remote + struct.pack(">i", 0)
@@ -173,45 +173,19 @@ def test_checkpoint_records_have_the_mm2_layout(
     assert raw.value() == struct.pack(">hqqh", 0, 4, 4, 0)  # version 0, upstream 4, downstream 4, metadata ""
 
 
-def test_group_offset_sync_exact_and_never_while_active_or_backwards(
-    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
-) -> None:
-    import threading
-    import time
+class JoinLeave(threading.Thread):
+    """A consumer of ``group`` on the target that joins, reads a few records, commits, leaves, again."""
 
-    from srm.offsets.group_sync import sync_group_offsets
-    from srm.offsets.groups import group_offsets
+    def __init__(self, cluster: Any, group: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.group, self.topic = cluster, group, topic
+        self.active: list[tuple[float, float]] = []  # (joined, left) monotonic times
+        self.halt = threading.Event()
 
-    topic = unique("sync")
-    env = make_env(
-        kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "sync.group.offsets.enabled": True}]
-    )
-    ensure_topic(clients.admin_client(env.west), topic, 4)
-    produce(env.west, topic, sequenced(4, 4000))
-    replicate(spark, env)
-    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
-    idle, busy = unique("idle"), unique("busy")
-    source_offsets = {(topic, p): 300 + 100 * p for p in range(4)}
-    commit(env.west, idle, source_offsets)
-    commit(env.west, busy, source_offsets)
-    report = CheckpointPass(spark, env.config, env.flow()).run()
-    target_admin = clients.admin_client(env.east)
-    expected = {(remote, p): checkpoints_of(env, idle)[(remote, p)].downstream_offset for p in range(4)}
-    assert report.sync is not None and report.sync.synced[idle] == expected  # the idle group: exact offsets
-    got = group_offsets(target_admin, [idle])[idle].offsets
-    assert {k: v.offset for k, v in got.items()} == expected
-
-    # The busy group's consumer on the target joins, consumes past the checkpoints, commits, leaves,
-    # and joins again, while 100 rounds of offset sync run.
-    active: list[tuple[float, float]] = []
-    stop = threading.Event()
-
-    def consumer_loop() -> None:
-        while not stop.is_set():
-            consumer = clients.consumer(
-                env.east, busy, **{"auto.offset.reset": "earliest", "enable.auto.commit": False}
-            )
-            consumer.subscribe([remote])
+    def run(self) -> None:
+        while not self.halt.is_set():
+            consumer = clients.consumer(self.cluster, self.group, **{"auto.offset.reset": "earliest"})
+            consumer.subscribe([self.topic])
             joined = None
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline and joined is None:
@@ -219,23 +193,18 @@ def test_group_offset_sync_exact_and_never_while_active_or_backwards(
                     joined = time.monotonic()
             time.sleep(0.3)
             if joined is not None:
-                consumer.commit(asynchronous=False)  # its own position: past what the sync wrote
+                consumer.commit(asynchronous=False)  # its own position, past what the sync wrote
             consumer.close()
             if joined is not None:
-                active.append((joined, time.monotonic()))
+                self.active.append((joined, time.monotonic()))
             time.sleep(0.3)
 
-    worker = threading.Thread(target=consumer_loop, daemon=True)
-    worker.start()
-    checkpoints = [
-        c
-        for c in read_checkpoints(env.east, env.flow().policy.checkpoints_topic(env.west.alias)).values()
-        if c.group == busy
-    ]
+
+def sync_rounds(admin: Any, checkpoints: list[Checkpoint], group: str, rounds: int) -> tuple[list[float], list[dict]]:
+    """``rounds`` rounds of offset sync while the source group keeps moving; write times and offsets seen."""
     writes: list[float] = []
-    history: list[dict[tuple[str, int], int]] = []
-    for round_ in range(100):
-        # The source group keeps moving: every round's translation is further on.
+    seen: list[dict[tuple[str, int], int]] = []
+    for round_ in range(rounds):
         moving = [
             Checkpoint(
                 c.group,
@@ -246,19 +215,45 @@ def test_group_offset_sync_exact_and_never_while_active_or_backwards(
             )
             for c in checkpoints
         ]
-        round_report = sync_group_offsets(target_admin, moving)
-        if busy in round_report.synced:
+        if group in sync_group_offsets(admin, moving).synced:
             writes.append(time.monotonic())
-        history.append({k: v.offset for k, v in group_offsets(target_admin, [busy])[busy].offsets.items()})
-    stop.set()
-    worker.join(30)
-    assert active, "the consumer never got an assignment"
+        seen.append({k: v.offset for k, v in group_offsets(admin, [group])[group].offsets.items()})
+    return writes, seen
+
+
+def test_group_offset_sync_exact_and_never_while_active_or_backwards(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic = unique("sync")
+    env = make_env(
+        kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "sync.group.offsets.enabled": True}]
+    )
+    ensure_topic(clients.admin_client(env.west), topic, 4)
+    produce(env.west, topic, sequenced(4, 4000))
+    replicate(spark, env)
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    idle, busy = unique("idle"), unique("busy")
+    commit(env.west, idle, {(topic, p): 300 + 100 * p for p in range(4)})
+    commit(env.west, busy, {(topic, p): 300 + 100 * p for p in range(4)})
+    report = CheckpointPass(spark, env.config, env.flow()).run()
+    target_admin = clients.admin_client(env.east)
+    expected = {(remote, p): checkpoints_of(env, idle)[(remote, p)].downstream_offset for p in range(4)}
+    assert report.sync is not None and report.sync.synced[idle] == expected  # the idle group: exact offsets
+    assert {k: v.offset for k, v in group_offsets(target_admin, [idle])[idle].offsets.items()} == expected
+
+    consumer = JoinLeave(env.east, busy, remote)
+    consumer.start()
+    checkpoints = list(checkpoints_of(env, busy).values())
+    writes, seen = sync_rounds(target_admin, checkpoints, busy, 100)
+    consumer.halt.set()
+    consumer.join(30)
+    assert consumer.active, "the consumer never got an assignment"
     assert writes, "the sync never found the group idle and behind: the test proves nothing"
     assert len(writes) < 100, "the sync never found the group active: the test proves nothing"
-    for earlier, later in zip(history, history[1:], strict=False):
+    for earlier, later in itertools.pairwise(seen):
         assert all(later.get(k, -1) >= v for k, v in earlier.items()), "an offset moved backwards"
     for written in writes:
-        assert not any(start < written < end for start, end in active), "offsets written while the group was active"
+        assert not any(start < written < end for start, end in consumer.active), "written while the group was active"
 
 
 def test_failback_after_consuming_more_on_the_target_is_exact(
