@@ -28,6 +28,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--target", required=True, help="target cluster alias")
     parser.add_argument("--config", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
     parser.add_argument("--master", help="Spark master (default: local[*, 4] unless spark-submit sets one)")
+    parser.add_argument(
+        "--no-sync",
+        action="store_true",
+        help="skip the group offset sync (the Airflow DAG runs it as a task of its own)",
+    )
     return parser.parse_args(argv)
 
 
@@ -38,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config, strict=True)
         flow = config.flow(args.source, args.target)
         spark = build_session(f"srm checkpoints {flow.name}", args.master)
-        CheckpointPass(spark, config, flow).run()
+        CheckpointPass(spark, config, flow, sync=not args.no_sync).run()
     except ConfigError as exc:
         print(f"error: {len(exc.issues)} problem(s) in the configuration:\n{exc}", file=sys.stderr)
         return 1

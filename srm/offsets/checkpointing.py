@@ -71,7 +71,7 @@ class PassReport:
 
 
 class CheckpointPass:
-    def __init__(self, spark: Any, config: SrmConfig, flow: Flow) -> None:
+    def __init__(self, spark: Any, config: SrmConfig, flow: Flow, *, sync: bool = True) -> None:
         self.spark = spark
         self.config = config
         self.flow = flow
@@ -81,6 +81,7 @@ class CheckpointPass:
         s = flow.settings
         self.groups = NameFilter(s.groups, s.groups_exclude)
         self.pass_id = uuid.uuid4().hex[:12]
+        self.sync = sync and flow.settings.sync_group_offsets_enabled
         self.metrics: list[dict[str, Any]] = []
 
     def run(self) -> PassReport:
@@ -90,7 +91,7 @@ class CheckpointPass:
         forward = self._forward(history)
         backward = self._backward(history)
         sync = None
-        if self.flow.settings.sync_group_offsets_enabled:
+        if self.sync:
             sync = sync_group_offsets(clients.admin_client(self.target), forward.in_force + forward.not_copied)
         Warehouse(self.config.storage.warehouse).append(
             CHECKPOINT_METRICS, self.metrics, f"checkpoints:{self.flow.name}:{self.pass_id}", 1

@@ -1,0 +1,54 @@
+"""``<source>_to_<target>.checkpoints``: a checkpoint pass, then the group offset sync."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from srm.airflow import callables
+from srm.airflow.defaults import START, dag_id, default_args, tags
+from srm.airflow.spark import spark_job
+from srm.config.model import Flow
+
+
+def checkpoints_dag(flow: Flow, config_file: str) -> Any:
+    from airflow.providers.standard.operators.python import PythonOperator
+    from airflow.sdk import DAG
+
+    s = flow.settings
+    doc = f"""
+### Checkpoints of {flow.name}
+
+Every {s.emit_checkpoints_interval_seconds} s (`emit.checkpoints.interval.seconds`): translates the
+committed offsets of {flow.source}'s consumer groups exactly and writes them as MM2 checkpoints to
+`{flow.policy.checkpoints_topic(flow.source)}` on {flow.target} (and failback checkpoints to
+`{flow.policy.checkpoints_topic(flow.target)}` on {flow.source}), with `spark/checkpoints.py`.
+{
+        "Then writes the translated offsets into idle target groups (`sync.group.offsets.enabled`)."
+        if s.sync_group_offsets_enabled
+        else "Group offset sync is off (`sync.group.offsets.enabled: false`)."
+    }
+"""
+    with DAG(
+        dag_id(flow, "checkpoints"),
+        schedule=timedelta(seconds=s.emit_checkpoints_interval_seconds),
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args(),
+        dagrun_timeout=timedelta(minutes=30),
+        tags=tags(flow, "checkpoints"),
+        doc_md=doc,
+    ) as dag:
+        checkpoints = spark_job(
+            "checkpoints", "checkpoints.py", flow, config_file, ["--no-sync"], timeout=timedelta(minutes=20)
+        )
+        if s.sync_group_offsets_enabled:
+            sync = PythonOperator(
+                task_id="sync_group_offsets",
+                python_callable=callables.sync_group_offsets,
+                op_kwargs={"config_file": config_file, "source": flow.source, "target": flow.target},
+                execution_timeout=timedelta(minutes=10),
+            )
+            checkpoints >> sync
+    return dag

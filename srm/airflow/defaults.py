@@ -1,0 +1,31 @@
+"""What every generated DAG shares: ids, tags, retries, timeouts, start date."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from srm.config.model import Flow
+
+START = datetime(2026, 1, 1)  # no catch-up: runs start from the first schedule after deployment
+TAG = "srm"
+
+
+def dag_id(flow: Flow, job: str) -> str:
+    return f"{flow.source}_to_{flow.target}.{job}"
+
+
+def tags(flow: Flow, job: str) -> list[str]:
+    return [TAG, job, f"flow:{flow.name}"]
+
+
+def default_args(retries: int = 3) -> dict[str, Any]:
+    """Retries with exponential backoff: transient cluster trouble heals, a broken flow stops soon."""
+    return {
+        "owner": "srm",
+        "retries": retries,
+        "retry_delay": timedelta(seconds=30),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": timedelta(minutes=10),
+        "execution_timeout": timedelta(hours=1),
+    }

@@ -1,0 +1,59 @@
+"""``<source>_to_<target>.replicate``: the flow's Spark replication job."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from srm.airflow.defaults import START, dag_id, default_args, tags
+from srm.airflow.spark import spark_job
+from srm.config.model import Flow
+
+MODES = ["continuous", "available-now"]
+
+
+def replicate_dag(flow: Flow, config_file: str) -> Any:
+    from airflow.sdk import DAG, Param
+
+    continuous = flow.settings.mode == "continuous"
+    doc = f"""
+### Replication of {flow.name}
+
+Copies the topics of **{flow.source}** that the flow admits to **{flow.target}**, exactly once
+(`exactly_once: {str(flow.settings.exactly_once).lower()}`), with `spark/replicate.py`.
+{
+        "Runs continuously (`@continuous`); when the job fails Airflow starts it again with exponential backoff."
+        if continuous
+        else f"Runs on `{flow.settings.schedule}` in available-now mode: copies what is there, then stops."
+    }
+
+Param `mode`: `available-now` makes any run a bounded pass, e.g.
+`airflow dags test {dag_id(flow, "replicate")} -c '{{"mode": "available-now"}}'`.
+Each micro-batch logs one line: records, MiB, partitions, records/s, latency p99, lag.
+"""
+    with DAG(
+        dag_id(flow, "replicate"),
+        schedule="@continuous" if continuous else flow.settings.schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args(retries=5),
+        tags=tags(flow, "replicate"),
+        doc_md=doc,
+        params={
+            "mode": Param(
+                "continuous" if continuous else "available-now",
+                enum=MODES,
+                description="continuous runs until stopped; available-now copies what is there and stops",
+            )
+        },
+    ) as dag:
+        spark_job(
+            "replicate",
+            "replicate.py",
+            flow,
+            config_file,
+            ["--mode", "{{ params.mode }}"],
+            timeout=None if continuous else timedelta(hours=6),
+        )
+    return dag

@@ -1,0 +1,128 @@
+"""Failover (and failback) of consumer groups from one cluster to the other.
+
+Planned: the source is up; wait until the flow has copied everything of the groups' topics (lag
+0), then translate the groups' current offsets exactly. Unplanned: the source may be gone; the
+checkpoints on the target say where each group resumes. Either way offsets are written only
+into target groups without members (the broker refuses others), and a dry run (the default)
+writes nothing and shows the same table.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from srm import clients
+from srm.config.model import Flow, SrmConfig
+from srm.errors import NotConfiguredError, SrmError
+from srm.offsets.api import Translated, Translator
+from srm.offsets.checkpoint_store import read_checkpoints
+from srm.offsets.groups import alter_group_offsets, describe_groups, group_offsets, list_groups
+from srm.replication.progress import progress_group, read_group_progress
+from srm.replication.selector import TopicSelector
+from srm.topics import list_offsets, partition_counts
+
+LAG_POLL_S = 1.0
+
+
+@dataclass
+class GroupPlan:
+    group: str
+    offsets: list[Translated]
+    current: dict[tuple[str, int], int] = field(default_factory=dict)  # committed on the target now
+    outcome: str = "planned"
+
+
+def select_groups(config: SrmConfig, flow: Flow, spec: str, *, live: bool) -> list[str]:
+    """Group names (comma separated) or one regex; matched against the source's groups when
+    ``live``, else against the groups the checkpoints on the target know."""
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if names and all(re.fullmatch(r"[\w.\-]+", n) for n in names):
+        return names
+    try:
+        pattern = re.compile(spec)
+    except re.error as exc:
+        raise SrmError(f"groups {spec!r} is neither a list of group names nor a valid regex: {exc}") from None
+    if live:
+        known = list_groups(clients.admin_client(config.cluster(flow.source)))
+    else:
+        topic = flow.policy.checkpoints_topic(flow.source)
+        known = sorted({c.group for c in read_checkpoints(config.cluster(flow.target), topic).values()})
+    chosen = [g for g in known if pattern.fullmatch(g)]
+    if not chosen:
+        raise NotConfiguredError(f"no group matches {spec!r}")
+    return chosen
+
+
+def wait_for_zero_lag(config: SrmConfig, flow: Flow, topics: set[str], timeout_s: float) -> None:
+    """Until the flow's progress on the target equals the source's end for every partition of ``topics``."""
+    selector = TopicSelector(flow)
+    source_admin = clients.admin_client(config.cluster(flow.source))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counts = partition_counts(source_admin, include_internal=True)
+        keys = [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0))]
+        ends = list_offsets(source_admin, keys, "latest")
+        done = read_group_progress(
+            config.cluster(flow.target), progress_group(flow.source), [(selector.remote(t), p) for t, p in keys]
+        )
+        behind = {
+            k: e - (done[(selector.remote(k[0]), k[1])].next_offset if (selector.remote(k[0]), k[1]) in done else 0)
+            for k, e in ends.items()
+        }
+        lag = {k: v for k, v in behind.items() if v > 0}
+        if not lag:
+            return
+        if time.monotonic() > deadline:
+            worst = ", ".join(f"{t}[{p}] {n}" for (t, p), n in sorted(lag.items())[:5])
+            raise SrmError(
+                f"flow {flow.name} still lags after {timeout_s:.0f} s ({worst}): is the replication running?"
+            )
+        time.sleep(LAG_POLL_S)
+
+
+def plan(config: SrmConfig, flow: Flow, groups: str, mode: str, timeout_s: float = 300.0) -> list[GroupPlan]:
+    """Where each group resumes on the target, and what it has committed there now."""
+    planned = mode == "planned"
+    names = select_groups(config, flow, groups, live=planned)
+    translator = Translator(config, flow)
+    plans = [GroupPlan(g, []) for g in names]
+    if planned:
+        found = group_offsets(clients.admin_client(config.cluster(flow.source)), names)
+        topics = {t for g in names for t, _ in found[g].offsets if TopicSelector(flow).replicates(t)}
+        wait_for_zero_lag(config, flow, topics, timeout_s)
+        translator = Translator(config, flow)  # the history now covers everything the groups read
+    for entry in plans:
+        entry.offsets = translator.group(entry.group, live=planned)
+    target_admin = clients.admin_client(config.cluster(flow.target))
+    current = group_offsets(target_admin, names)
+    for entry in plans:
+        entry.current = {k: v.offset for k, v in current[entry.group].offsets.items()}
+    return plans
+
+
+def apply(config: SrmConfig, flow: Flow, plans: list[GroupPlan]) -> None:
+    """Write each plan's offsets into its target group if nobody consumes with it there."""
+    admin = clients.admin_client(config.cluster(flow.target))
+    states = describe_groups(admin, [p.group for p in plans])
+    for entry in plans:
+        state = states[entry.group]
+        if not state.writable:
+            entry.outcome = f"refused: active on {flow.target} ({state.members} member(s), state {state.state})"
+            continue
+        refused = alter_group_offsets(admin, entry.group, {(t.topic, t.partition): t.offset for t in entry.offsets})
+        entry.outcome = f"refused by the broker: {refused}" if refused else "applied"
+
+
+def table(plans: list[GroupPlan]) -> list[str]:
+    """One line per group and partition: where it was, where it resumes, what it has now."""
+    lines = [f"{'group':<28} {'from':<32} {'to':<36} {'now on target':>13}  outcome"]
+    for entry in plans:
+        for t in entry.offsets:
+            now = entry.current.get((t.topic, t.partition))
+            lines.append(
+                f"{entry.group:<28} {f'{t.from_topic}[{t.partition}]@{t.from_offset}':<32} "
+                f"{f'{t.topic}[{t.partition}]@{t.offset}':<36} {now if now is not None else '-':>13}  {entry.outcome}"
+            )
+    return lines
