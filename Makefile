@@ -76,8 +76,8 @@ test-unit: install  ## only the tests that need no broker
 	$(BIN)/pytest tests/unit
 
 lint: install  ## ruff (lint + format check) and mypy --strict
-	$(BIN)/ruff check srm include tests spark bench
-	$(BIN)/ruff format --check srm include tests spark bench
+	$(BIN)/ruff check srm include tests spark bench dags
+	$(BIN)/ruff format --check srm include tests spark bench dags
 	$(BIN)/mypy
 
 clean:  ## remove the venv, jar cache and local cluster data (stops nothing: run kafka-down first)

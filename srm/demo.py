@@ -1,26 +1,28 @@
-"""``make demo``: demo data on the first flow's source, replicated exactly once, offsets translated.
+"""``make demo``: the first flow of conf/srm.yaml end to end, through its Airflow DAGs.
 
-Creates ``demo-orders`` (3 partitions) with 1,000 keyed records carrying headers on the source of
-the first enabled flow (once), runs that flow's Spark replication job in available-now mode with
-``spark-submit`` (as ``srm-control run replicate`` does), prints every local cluster's topics with
-record counts and compares the demo topic with its remote copy; then a consumer group
-``demo-billing`` commits its position on the source, a checkpoint pass runs, and the group's
-translated offsets on the target are printed.
+Creates ``demo-orders`` (3 partitions) with 1,000 keyed records carrying headers on the flow's
+source (once), then runs the flow's DAGs with ``airflow dags test`` in a local AIRFLOW_HOME
+(``.local/airflow``): maintenance (internal and remote topics, configs, ACLs, srm-meta), replicate
+in available-now mode, heartbeats (with the stall sensor), and, after a consumer group
+``demo-billing`` committed half of each partition on the source, checkpoints with the group offset
+sync. Prints what each DAG's tasks logged, the topics and record counts of every local cluster,
+and the group's exactly translated offsets on the target.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
-import subprocess
 import sys
+from pathlib import Path
 
 from srm import clients
+from srm.airflow.local import LocalAirflow
 from srm.config import load_config
 from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import SrmError
 from srm.offsets.api import Translator
-from srm.sparkapp import spark_submit_command, submit_environment
+from srm.offsets.groups import group_offsets
+from srm.paths import project_root
 from srm.topics import describe, ensure_topic, record_counts
 
 DEMO_TOPIC = "demo-orders"
@@ -49,31 +51,61 @@ def produce_demo_data(cluster: Cluster) -> int:
     return DEMO_RECORDS
 
 
-def submit(config: SrmConfig, flow: Flow, job: str, *extra: str) -> None:
-    """A Spark job of ``flow``, exactly as ``srm-control run <job>`` submits it."""
-    args = ["--source", flow.source, "--target", flow.target, "--config", config.file, *extra]
-    command = spark_submit_command(f"{job}.py", args)
-    print(f"\nrunning the {job} job of {flow.name}:\n  {shlex.join(command)}", flush=True)
-    result = subprocess.run(command, env=submit_environment(), check=False)
-    if result.returncode != 0:
-        raise SrmError(f"the {job} job of {flow.name} failed (exit code {result.returncode})")
+class DemoAirflow:
+    """The flow's DAGs run with ``airflow dags test``, each followed by what its tasks logged."""
+
+    def __init__(self, config: SrmConfig, flow: Flow) -> None:
+        self.airflow = LocalAirflow(project_root() / ".local" / "airflow", Path(config.file))
+        self.prefix = f"{flow.source}_to_{flow.target}"
+        reverse = [f for f in config.enabled_flows() if (f.source, f.target) == (flow.target, flow.source)]
+        # A's `heartbeats` topic is written by the B->A pair: the reverse flow's DAG if there is one
+        self.reverse_prefix = f"{flow.target}_to_{flow.source}" if reverse else self.prefix
+
+    def prepare(self) -> None:
+        print(f"\nAirflow: metadata database in {self.airflow.home} (airflow db migrate)", flush=True)
+        self.airflow.migrate()
+
+    def dag(self, job: str, conf: dict[str, object] | None = None) -> None:
+        dag_id = f"{self.prefix}.{job}"
+        shown = f" -c '{json.dumps(conf)}'" if conf else ""
+        print(f"\n$ airflow dags test {dag_id}{shown}", flush=True)
+        run = self.airflow.dags_test(dag_id, conf)
+        for line in run.highlights():
+            print(f"    {line}")
+        print(f"  -> {run.state}", flush=True)
+        if not run.succeeded:
+            raise SrmError(f"{dag_id} did not succeed; its full log: airflow dags test {dag_id}{shown}")
+
+    def emit_reverse_heartbeats(self) -> None:
+        """One emit task, so the flow's source holds a heartbeat for the replication to carry."""
+        dag_id = f"{self.reverse_prefix}.heartbeats"
+        print(f"\n$ airflow tasks test {dag_id} emit -t '{{\"duration_seconds\": 2}}'", flush=True)
+        self.airflow.airflow("tasks", "test", dag_id, "emit", "-t", json.dumps({"duration_seconds": 2}))
+        print("  -> success", flush=True)
 
 
-def translate_demo_group(config: SrmConfig, flow: Flow) -> None:
-    """A group that read half of each partition on the source, and where it resumes on the target."""
+def commit_demo_group(config: SrmConfig, flow: Flow) -> dict[int, int]:
+    """A group that read half of each partition on the source; its committed offsets."""
     from confluent_kafka import TopicPartition
 
-    source = config.cluster(flow.source)
-    consumer = clients.consumer(source, DEMO_GROUP, **{"enable.partition.eof": True})
+    consumer = clients.consumer(config.cluster(flow.source), DEMO_GROUP, **{"enable.partition.eof": True})
     try:
         half = {p: count // 2 for p, count in record_counts(consumer, DEMO_TOPIC, DEMO_PARTITIONS).items()}
         consumer.commit(offsets=[TopicPartition(DEMO_TOPIC, p, o) for p, o in half.items()], asynchronous=False)
     finally:
         consumer.close()
-    submit(config, flow, "checkpoints")
-    print(f"\n{DEMO_GROUP}: committed on {flow.source} -> checkpoint on {flow.target}")
+    print(f"\n{DEMO_GROUP} committed on {flow.source}: {DEMO_TOPIC} {half}")
+    return half
+
+
+def show_translation(config: SrmConfig, flow: Flow) -> None:
+    print(f"\n{DEMO_GROUP}: committed on {flow.source} -> resumes on {flow.target} (exact translation)")
     for t in Translator(config, flow).group(DEMO_GROUP):
         print(f"  {t.from_topic}[{t.partition}] offset {t.from_offset} -> {t.topic}[{t.partition}] offset {t.offset}")
+    if flow.settings.sync_group_offsets_enabled:
+        found = group_offsets(clients.admin_client(config.cluster(flow.target)), [DEMO_GROUP])[DEMO_GROUP]
+        synced = ", ".join(f"{t}[{p}]={o.offset}" for (t, p), o in sorted(found.offsets.items()))
+        print(f"  committed in {DEMO_GROUP} on {flow.target} by the group offset sync: {synced or 'nothing yet'}")
 
 
 def show_clusters(config: SrmConfig) -> None:
@@ -109,6 +141,7 @@ def main() -> int:
         return 1
     flow = flows[0]
     source = config.cluster(flow.source)
+    airflow = DemoAirflow(config, flow)
     try:
         produced = produce_demo_data(source)
         print(
@@ -116,13 +149,21 @@ def main() -> int:
             if produced
             else f"{source.alias}: {DEMO_TOPIC} already exists, nothing produced"
         )
-        submit(config, flow, "replicate", "--mode", "available-now")
+        airflow.prepare()
+        airflow.dag("maintenance")
+        airflow.emit_reverse_heartbeats()
+        airflow.dag("replicate", {"mode": "available-now"})
+        airflow.dag("heartbeats", {"duration_seconds": 2})
+        print()
         show_clusters(config)
         compare(config, flow)
-        translate_demo_group(config, flow)
+        commit_demo_group(config, flow)
+        airflow.dag("checkpoints")
+        show_translation(config, flow)
     except SrmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    print("\nThe same DAGs in the Airflow UI: make airflow (then http://127.0.0.1:8080)")
     return 0
 
 

@@ -6,7 +6,7 @@ SrmError naming the topic otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,3 +205,26 @@ def record_counts(consumer: Any, topic: str, partitions: int, timeout_s: float =
     finally:
         consumer.unassign()
     return counts
+
+
+def read_to_end(consumer: Any, topic: str, partition: int = 0, timeout_s: float = 120.0) -> Iterator[Any]:
+    """Every record of one partition from its start up to its current end (``enable.partition.eof``
+    set on ``consumer``): how the compacted internal topics are read."""
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise SrmError(f"reading {topic}[{partition}] to its end took over {timeout_s:.0f} s")
+            for message in consumer.consume(10_000, 0.05):
+                error = message.error()
+                if error is None:
+                    yield message
+                elif error.name() == "_PARTITION_EOF":
+                    return
+    finally:
+        consumer.unassign()

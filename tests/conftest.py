@@ -32,14 +32,18 @@ defaults:
 clusters:
   us-west:
     bootstrap.servers: 127.0.0.1:{p0}
-    local: {{controller.port: {p1}}}
+    local: {{controller.port: {p1}, server: {authorizer}}}
   us-east:
     bootstrap.servers: 127.0.0.1:{p2}
-    local: {{controller.port: {p3}}}
+    local: {{controller.port: {p3}, server: {authorizer}}}
 flows:
   - {{source: us-west, target: us-east}}
   - {{source: us-east, target: us-west}}
 """
+# ACLs work (ACL sync is tested) while every client, as User:ANONYMOUS on PLAINTEXT, may do anything.
+AUTHORIZER = (
+    "{authorizer.class.name: org.apache.kafka.metadata.authorizer.StandardAuthorizer, super.users: User:ANONYMOUS}"
+)
 
 
 def free_ports(count: int) -> list[int]:
@@ -67,7 +71,7 @@ def kafka_config_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
     base = tmp_path_factory.mktemp("kafka")
     path = base / "srm-test.yaml"
     ports = free_ports(4)
-    path.write_text(TEST_CONFIG.format(**{f"p{i}": port for i, port in enumerate(ports)}))
+    path.write_text(TEST_CONFIG.format(authorizer=AUTHORIZER, **{f"p{i}": port for i, port in enumerate(ports)}))
     clusters = LocalClusters(load_config(path).local_clusters(), base)
     try:
         clusters.up()

@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 log = logging.getLogger("srm.airflow")
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Retrying cannot fix these: a wrong internal topic, a topic conflict, a broken or missing flow.
+PERMANENT = ("ConfigError", "NotConfiguredError", "TopicConflictError", "RecordFormatError")
+
+
+def task(fn: F) -> F:
+    """A task callable whose permanent errors fail the task at once instead of being retried."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from srm import errors
+
+        try:
+            return fn(*args, **kwargs)
+        except tuple(getattr(errors, name) for name in PERMANENT) as exc:
+            log.error("%s", exc)
+            raise AirflowFailException(f"{type(exc).__name__}: {exc} (not retried)") from exc
+
+    return run  # type: ignore[return-value]
 
 
 def _flow(config_file: str, source: str, target: str) -> Any:
@@ -26,6 +50,7 @@ def replicated_topics(config: Any, flow: Any) -> dict[str, int]:
     return {t: n for t, n in sorted(counts.items()) if selector.replicates(t)}
 
 
+@task
 def validate_internal_topics(config_file: str, source: str, target: str) -> list[str]:
     from srm.maintenance.internal import validate_internal_topics as validate
 
@@ -36,6 +61,7 @@ def validate_internal_topics(config_file: str, source: str, target: str) -> list
     return lines
 
 
+@task
 def ensure_remote_topics(config_file: str, source: str, target: str) -> dict[str, int]:
     from srm import clients
     from srm.replication.remote_topics import RemoteTopics
@@ -51,6 +77,7 @@ def ensure_remote_topics(config_file: str, source: str, target: str) -> dict[str
     return topics
 
 
+@task
 def sync_topic_configs(config_file: str, source: str, target: str) -> list[str]:
     from srm import clients
     from srm.maintenance.config_sync import sync_topic_configs as sync
@@ -71,6 +98,7 @@ def sync_topic_configs(config_file: str, source: str, target: str) -> list[str]:
     return [str(c) for c in changes]
 
 
+@task
 def sync_topic_acls(config_file: str, source: str, target: str) -> list[str]:
     from srm import clients
     from srm.maintenance.acl_sync import sync_topic_acls as sync
@@ -92,6 +120,7 @@ def sync_topic_acls(config_file: str, source: str, target: str) -> list[str]:
     return [str(a) for a in created]
 
 
+@task
 def write_srm_meta(config_file: str, source: str, target: str) -> int:
     from srm.maintenance.meta import write_meta
 
@@ -102,6 +131,7 @@ def write_srm_meta(config_file: str, source: str, target: str) -> int:
     return len(pairs)
 
 
+@task
 def emit_heartbeats(config_file: str, source: str, target: str, duration_seconds: Any) -> int:
     from srm.heartbeats import emit, heartbeat_pairs
 
@@ -117,6 +147,7 @@ def emit_heartbeats(config_file: str, source: str, target: str, duration_seconds
     return sent
 
 
+@task
 def sync_group_offsets(config_file: str, source: str, target: str) -> dict[str, Any]:
     from srm import clients
     from srm.offsets.checkpoint_store import read_checkpoints
@@ -140,9 +171,13 @@ def sync_group_offsets(config_file: str, source: str, target: str) -> dict[str, 
     return {"synced": sorted(report.synced), "skipped": report.skipped}
 
 
+@task
 def failover(config_file: str, source: str, target: str, *, groups: str, mode: str, dry_run: Any) -> list[str]:
+    from srm.errors import NotConfiguredError
     from srm.failover import apply, plan, table
 
+    if not groups.strip():
+        raise NotConfiguredError("Param groups is empty: give group names (comma separated) or one regex")
     config, flow = _flow(config_file, source, target)
     plans = plan(config, flow, groups, mode)
     dry = str(dry_run).lower() in ("true", "1", "yes")
@@ -155,4 +190,11 @@ def failover(config_file: str, source: str, target: str, *, groups: str, mode: s
     log.info("failover of %s (%s%s) for %d group(s):", flow.name, mode, ", dry run" if dry else "", len(plans))
     for line in lines:
         log.info("  %s", line)
+    refused = sorted({p.group for p in plans if p.outcome.startswith("refused")})
+    if refused:  # stopping the consumers is for a person to do: not retried
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(
+            f"{len(refused)} group(s) not failed over, see the table above: {', '.join(refused)}"
+        )
     return lines

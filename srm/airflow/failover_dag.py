@@ -34,7 +34,7 @@ For failback, trigger it with the reverse flow (the target's groups on remote to
         start_date=START,
         catchup=False,
         max_active_runs=1,
-        default_args=default_args(retries=0),
+        default_args=default_args(retries=1),
         dagrun_timeout=timedelta(hours=1),
         tags=[TAG, "failover"],
         doc_md=doc,

@@ -38,6 +38,7 @@ Each micro-batch logs one line: records, MiB, partitions, records/s, latency p99
         catchup=False,
         max_active_runs=1,
         default_args=default_args(retries=5),
+        dagrun_timeout=None if continuous else timedelta(hours=12),
         tags=tags(flow, "replicate"),
         doc_md=doc,
         params={

@@ -8,6 +8,7 @@ prefixes (identity replication).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -15,6 +16,8 @@ from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import SrmError
 from srm.maintenance.internal import META_TOPIC
+
+log = logging.getLogger(__name__)
 
 
 def meta_record(flow: Flow, pairs: dict[str, str]) -> dict[str, Any]:
@@ -32,3 +35,33 @@ def write_meta(target: Cluster, flow: Flow, pairs: dict[str, str]) -> None:
     producer.produce(META_TOPIC, key=flow.name.encode(), value=value, partition=0)
     if producer.flush(30):
         raise SrmError(f"{META_TOPIC} on {target.alias} did not acknowledge within 30 s")
+
+
+def read_meta(target: Cluster, flow: Flow) -> dict[str, Any] | None:
+    """The latest ``srm-meta.internal`` record of ``flow`` on its target (None: none yet)."""
+    from srm.topics import partition_counts, read_to_end
+
+    if META_TOPIC not in partition_counts(clients.admin_client(target), include_internal=True):
+        return None
+    consumer = clients.consumer(target, "__srm.meta-reader", **{"enable.partition.eof": True})
+    latest = None
+    try:
+        for message in read_to_end(consumer, META_TOPIC):
+            if message.key() == flow.name.encode():
+                latest = message.value()
+    finally:
+        consumer.close()
+    if latest is None:
+        return None
+    try:
+        found: dict[str, Any] = json.loads(latest)
+    except ValueError:
+        log.error("%s on %s: the latest record of %s is not JSON; ignored", META_TOPIC, target.alias, flow.name)
+        return None
+    return found
+
+
+def listed_remote_topics(target: Cluster, flow: Flow) -> set[str]:
+    """The remote topics the latest srm-meta record of ``flow`` says it replicates into."""
+    meta = read_meta(target, flow) or {}
+    return {pair["target_topic"] for pair in meta.get("pairs", []) if isinstance(pair, dict)}

@@ -9,14 +9,13 @@ the source group itself moved back.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from srm import clients
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError, SrmError
 from srm.records import Checkpoint
-from srm.topics import partition_counts
+from srm.topics import partition_counts, read_to_end
 
 log = logging.getLogger(__name__)
 CheckpointKey = tuple[str, str, int]  # group, downstream topic, partition
@@ -25,34 +24,23 @@ READ_TIMEOUT_S = 120.0
 
 def read_checkpoints(cluster: Cluster, topic: str) -> dict[CheckpointKey, Checkpoint]:
     """The latest checkpoint per key in ``topic`` (empty if the topic does not exist yet)."""
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
     if topic not in partition_counts(clients.admin_client(cluster), include_internal=True):
         return {}
     consumer = clients.consumer(cluster, "__srm.checkpoint-reader", **{"enable.partition.eof": True})
     latest: dict[CheckpointKey, Checkpoint] = {}
-    deadline = time.monotonic() + READ_TIMEOUT_S
     try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        while True:
-            if time.monotonic() > deadline:
-                raise SrmError(f"reading {topic} on {cluster.alias} took over {READ_TIMEOUT_S:.0f} s")
-            for message in consumer.consume(10_000, 0.05):
-                error = message.error()
-                if error is not None:
-                    if error.name() == "_PARTITION_EOF":
-                        return latest
-                    continue
-                if message.value() is None:  # a tombstone removes the key
-                    continue
-                try:
-                    checkpoint = Checkpoint.from_message(message)
-                except RecordFormatError as exc:  # one bad record must not stop checkpointing
-                    log.error("skipping %s", exc)
-                    continue
-                latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
+        for message in read_to_end(consumer, topic, 0, READ_TIMEOUT_S):
+            if message.value() is None:  # a tombstone removes the key
+                continue
+            try:
+                checkpoint = Checkpoint.from_message(message)
+            except RecordFormatError as exc:  # one bad record must not stop checkpointing
+                log.error("skipping %s", exc)
+                continue
+            latest[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
     finally:
         consumer.close()
+    return latest
 
 
 def monotonic(new: Checkpoint, previous: Checkpoint | None) -> Checkpoint | None:

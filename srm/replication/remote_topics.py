@@ -37,12 +37,14 @@ class RemoteTopics:
         self.source_admin = source_admin
         self.target_admin = target_admin
         self.known: dict[str, int] = {}  # remote topic -> partitions we know it has
+        self.listed: set[str] | None = None  # remote topics srm-meta lists for the flow, read once per ensure()
 
     def ensure(self, wanted: dict[str, int]) -> None:
         """Make the remote topic of every source topic in ``wanted`` (name -> partitions) ready."""
         todo = {t: n for t, n in wanted.items() if self.known.get(self._remote(t), -1) < n}
         if not todo:
             return
+        self.listed = None
         target_counts = partition_counts(self.target_admin, include_internal=True)
         existing = [(r, p) for r in map(self._remote, todo) for p in range(target_counts.get(r, 0))]
         ours = {topic for topic, _ in read_group_progress(self.target, progress_group(self.flow.source), existing)}
@@ -54,6 +56,13 @@ class RemoteTopics:
             else:
                 self._check(topic, remote, partitions, found, remote in ours)
             self.known[remote] = max(partitions, found or 0)
+
+    def _listed(self) -> set[str]:
+        from srm.maintenance.meta import listed_remote_topics
+
+        if self.listed is None:
+            self.listed = listed_remote_topics(self.target, self.flow)
+        return self.listed
 
     def _remote(self, topic: str) -> str:
         return self.flow.policy.format_remote_topic(self.flow.source, topic)
@@ -76,6 +85,8 @@ class RemoteTopics:
             )
 
     def _check(self, topic: str, remote: str, partitions: int, found: int, ours: bool) -> None:
+        # ours: the flow has copied into it, or srm-meta lists it (the maintenance DAG created it)
+        ours = ours or remote in self._listed()
         if found < partitions:
             if not ours:
                 raise self._conflict(remote, "partition count", f"at least {partitions} (as {topic!r})", str(found))

@@ -1,0 +1,52 @@
+"""Airflow for the DAG tests: one AIRFLOW_HOME (SQLite) per test session, migrated once.
+
+Every test gets a LocalAirflow bound to its own srm.yaml (SRM_CONFIG), so ``airflow dags test``
+parses only that test's flows, under that test's cluster aliases.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srm.airflow.local import LocalAirflow
+from srm.paths import project_root
+
+
+@pytest.fixture(scope="session")
+def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("airflow")
+    LocalAirflow(home, project_root() / "conf" / "srm.yaml").migrate()
+    return home
+
+
+@pytest.fixture
+def airflow(airflow_home: Path) -> Callable[[Path], LocalAirflow]:
+    """``airflow(config_path)``: the test session's Airflow, with the DAGs of that config."""
+    return lambda config: LocalAirflow(airflow_home, config)
+
+
+def probe(home: Path, config: Path, *, connections: bool = True) -> dict[str, Any]:
+    """Parse the DAG folder in a fresh interpreter, as Airflow's DAG processor does (see dagbag_probe)."""
+    env = LocalAirflow(home, config).env()
+    if not connections:
+        env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW_CONN_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.dags.dagbag_probe"],
+        check=False,
+        env=env,
+        cwd=project_root(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    found: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    found["log"] = result.stdout + result.stderr
+    return found
