@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo test test-unit lint lock clean
+.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-unit lint lock clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -65,9 +65,12 @@ kafka-status: install  ## show the local clusters
 	$(BIN)/srm-control local status
 
 # --- the two commands of the README --------------------------------------------------------------
-demo: kafka-up  ## install, start the local clusters, validate the config, produce and show demo data
+demo: kafka-up  ## install, start the local clusters, run the first flow end to end through its Airflow DAGs
 	$(BIN)/srm-control validate
 	$(BIN)/python -m srm.demo
+
+airflow: kafka-up  ## the Airflow UI with the flows' DAGs: airflow standalone on http://127.0.0.1:8080
+	$(BIN)/python -m srm.airflow.local standalone
 
 test: install jars lint  ## install and run the whole test suite (lint, types, unit, integration)
 	$(BIN)/pytest

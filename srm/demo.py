@@ -110,7 +110,7 @@ def show_translation(config: SrmConfig, flow: Flow) -> None:
 
 def show_clusters(config: SrmConfig) -> None:
     for cluster in config.local_clusters():
-        consumer = clients.consumer(cluster, "srm-demo-inspector")
+        consumer = clients.consumer(cluster, "srm-demo-inspector", **{"enable.partition.eof": True})
         try:
             topics = describe(clients.admin_client(cluster), consumer)
         finally:

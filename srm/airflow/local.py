@@ -101,3 +101,34 @@ class DagRun:
 LOG_LINE = re.compile(r"^\S+Z \[(\w+)\s*\] (.*?)\s+\[([\w.]+)\] loc=")
 # a Spark job's own line, relayed by the SparkSubmit hook: "2026-11-21 08:51:10,131 INFO srm.replicate: ..."
 JOB_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ \w+ srm[\w.]*: (.*)$")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m srm.airflow.local standalone|env``: the Airflow UI on this machine, or its environment.
+
+    ``standalone`` runs ``airflow standalone`` (scheduler, triggerer, DAG processor, API server on
+    http://127.0.0.1:8080, everyone admin) for the DAGs of conf/srm.yaml or $SRM_CONFIG;
+    ``env`` prints the ``export`` lines that make the ``airflow`` command use the same setup.
+    """
+    import argparse
+    import shlex
+
+    from srm.config.loader import default_config_path
+
+    parser = argparse.ArgumentParser(prog="python -m srm.airflow.local", description=main.__doc__)
+    parser.add_argument("command", choices=("standalone", "env"))
+    args = parser.parse_args(argv)
+    local = LocalAirflow(project_root() / ".local" / "airflow", default_config_path())
+    env = local.env()
+    env.update(AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="True", AIRFLOW__API__HOST="127.0.0.1")
+    if args.command == "env":
+        for key in sorted(k for k in env if k.startswith(("AIRFLOW", "SRM_")) or k == "PATH"):
+            print(f"export {key}={shlex.quote(env[key])}")
+        return 0
+    local.migrate()
+    print(f"Airflow standalone: AIRFLOW_HOME={local.home}, flows of {local.config_file}; http://127.0.0.1:8080")
+    os.execve(str(Path(sys.executable).parent / "airflow"), ["airflow", "standalone"], env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

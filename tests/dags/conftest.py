@@ -33,12 +33,12 @@ def airflow(airflow_home: Path) -> Callable[[Path], LocalAirflow]:
 
 
 def probe(home: Path, config: Path, *, connections: bool = True) -> dict[str, Any]:
-    """Parse the DAG folder in a fresh interpreter, as Airflow's DAG processor does (see dagbag_probe)."""
+    """Parse the DAG folder in a fresh interpreter, as Airflow's DAG processor does (see srm.airflow.probe)."""
     env = LocalAirflow(home, config).env()
     if not connections:
         env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW_CONN_")}
     result = subprocess.run(
-        [sys.executable, "-m", "tests.dags.dagbag_probe"],
+        [sys.executable, "-m", "srm.airflow.probe"],
         check=False,
         env=env,
         cwd=project_root(),

@@ -1,8 +1,9 @@
 """Parse the DAG folder the way Airflow's DAG processor does and print what it found, as JSON.
 
-Run in a fresh interpreter (``python -m tests.dags.dagbag_probe``) with AIRFLOW_HOME, the DAG
-folder and SRM_CONFIG set: the tests assert on its output, including which heavy client
-libraries parsing imported (none may be).
+``python -m srm.airflow.probe`` in a fresh interpreter, with AIRFLOW_HOME, the DAG folder and
+SRM_CONFIG set (``eval "$(python -m srm.airflow.local env)"``): every DAG with its schedule, tasks,
+retries and Params, the import errors, the parse time, and which heavy client libraries parsing
+imported (none may be). The DAG tests and ``bench.dag_parse`` read its output.
 """
 
 from __future__ import annotations
