@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from srm import clients
 from srm.config.model import Flow, SrmConfig
@@ -30,8 +31,9 @@ LAG_POLL_S = 1.0
 class GroupPlan:
     group: str
     offsets: list[Translated]
-    current: dict[tuple[str, int], int] = field(default_factory=dict)  # committed on the target now
+    current: dict[tuple[str, int], int] = field(default_factory=dict)  # committed where it moves to, now
     outcome: str = "planned"
+    cluster: str = ""  # the cluster the group moves to
 
 
 def select_groups(config: SrmConfig, flow: Flow, spec: str, *, live: bool) -> list[str]:
@@ -40,10 +42,7 @@ def select_groups(config: SrmConfig, flow: Flow, spec: str, *, live: bool) -> li
     names = [n.strip() for n in spec.split(",") if n.strip()]
     if names and all(re.fullmatch(r"[\w.\-]+", n) for n in names):
         return names
-    try:
-        pattern = re.compile(spec)
-    except re.error as exc:
-        raise SrmError(f"groups {spec!r} is neither a list of group names nor a valid regex: {exc}") from None
+    pattern = _regex(spec)
     if live:
         known = list_groups(clients.admin_client(config.cluster(flow.source)))
     else:
@@ -55,23 +54,34 @@ def select_groups(config: SrmConfig, flow: Flow, spec: str, *, live: bool) -> li
     return chosen
 
 
-def wait_for_zero_lag(config: SrmConfig, flow: Flow, topics: set[str], timeout_s: float) -> None:
-    """Until the flow's progress on the target equals the source's end for every partition of ``topics``."""
+def _regex(spec: str) -> re.Pattern[str]:
+    try:
+        return re.compile(spec)
+    except re.error as exc:
+        raise SrmError(f"groups {spec!r} is neither a list of group names nor a valid regex: {exc}") from None
+
+
+def partition_lag(config: SrmConfig, flow: Flow, topics: set[str]) -> dict[tuple[str, int], int]:
+    """Per source partition of ``topics``: records the flow has not copied yet (source end - progress)."""
     selector = TopicSelector(flow)
     source_admin = clients.admin_client(config.cluster(flow.source))
+    counts = partition_counts(source_admin, include_internal=True)
+    keys = [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0))]
+    ends = list_offsets(source_admin, keys, "latest")
+    done = read_group_progress(
+        config.cluster(flow.target), progress_group(flow.source), [(selector.remote(t), p) for t, p in keys]
+    )
+    return {
+        k: max(0, e - (done[(selector.remote(k[0]), k[1])].next_offset if (selector.remote(k[0]), k[1]) in done else 0))
+        for k, e in ends.items()
+    }
+
+
+def wait_for_zero_lag(config: SrmConfig, flow: Flow, topics: set[str], timeout_s: float) -> None:
+    """Until the flow's progress on the target equals the source's end for every partition of ``topics``."""
     deadline = time.monotonic() + timeout_s
     while True:
-        counts = partition_counts(source_admin, include_internal=True)
-        keys = [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0))]
-        ends = list_offsets(source_admin, keys, "latest")
-        done = read_group_progress(
-            config.cluster(flow.target), progress_group(flow.source), [(selector.remote(t), p) for t, p in keys]
-        )
-        behind = {
-            k: e - (done[(selector.remote(k[0]), k[1])].next_offset if (selector.remote(k[0]), k[1]) in done else 0)
-            for k, e in ends.items()
-        }
-        lag = {k: v for k, v in behind.items() if v > 0}
+        lag = {k: v for k, v in partition_lag(config, flow, topics).items() if v > 0}
         if not lag:
             return
         if time.monotonic() > deadline:
@@ -95,24 +105,46 @@ def plan(config: SrmConfig, flow: Flow, groups: str, mode: str, timeout_s: float
         translator = Translator(config, flow)  # the history now covers everything the groups read
     for entry in plans:
         entry.offsets = translator.group(entry.group, live=planned)
-    target_admin = clients.admin_client(config.cluster(flow.target))
-    current = group_offsets(target_admin, names)
+    return _with_current(config, flow.target, plans)
+
+
+def plan_failback(config: SrmConfig, flow: Flow, groups: str) -> list[GroupPlan]:
+    """Groups that consumed the flow's remote topics on its target, translated back to the source."""
+    names = [n.strip() for n in groups.split(",") if n.strip()]
+    if not names or not all(re.fullmatch(r"[\w.\-]+", n) for n in names):
+        pattern = _regex(groups)
+        names = [g for g in list_groups(clients.admin_client(config.cluster(flow.target))) if pattern.fullmatch(g)]
+        if not names:
+            raise NotConfiguredError(f"no group on {flow.target} matches {groups!r}")
+    translator = Translator(config, flow)
+    plans = [GroupPlan(g, translator.group(g, "backward")) for g in names]
+    return _with_current(config, flow.source, plans)
+
+
+def _with_current(config: SrmConfig, cluster: str, plans: list[GroupPlan]) -> list[GroupPlan]:
+    current = group_offsets(clients.admin_client(config.cluster(cluster)), [p.group for p in plans])
     for entry in plans:
+        entry.cluster = cluster
         entry.current = {k: v.offset for k, v in current[entry.group].offsets.items()}
     return plans
 
 
-def apply(config: SrmConfig, flow: Flow, plans: list[GroupPlan]) -> None:
-    """Write each plan's offsets into its target group if nobody consumes with it there."""
-    admin = clients.admin_client(config.cluster(flow.target))
-    states = describe_groups(admin, [p.group for p in plans])
-    for entry in plans:
-        state = states[entry.group]
-        if not state.writable:
-            entry.outcome = f"refused: active on {flow.target} ({state.members} member(s), state {state.state})"
-            continue
-        refused = alter_group_offsets(admin, entry.group, {(t.topic, t.partition): t.offset for t in entry.offsets})
-        entry.outcome = f"refused by the broker: {refused}" if refused else "applied"
+def apply(config: SrmConfig, plans: list[GroupPlan]) -> None:
+    """Write each plan's offsets into its group on the cluster it moves to, if nobody consumes with it there."""
+    for cluster in sorted({p.cluster for p in plans}):
+        admin = clients.admin_client(config.cluster(cluster))
+        mine = [p for p in plans if p.cluster == cluster]
+        states = describe_groups(admin, [p.group for p in mine])
+        for entry in mine:
+            _apply_one(admin, entry, states[entry.group])
+
+
+def _apply_one(admin: Any, entry: GroupPlan, state: Any) -> None:
+    if not state.writable:
+        entry.outcome = f"refused: active on {entry.cluster} ({state.members} member(s), state {state.state})"
+        return
+    refused = alter_group_offsets(admin, entry.group, {(t.topic, t.partition): t.offset for t in entry.offsets})
+    entry.outcome = f"refused by the broker: {refused}" if refused else "applied"
 
 
 def table(plans: list[GroupPlan]) -> list[str]:

@@ -210,9 +210,12 @@ def record_counts(consumer: Any, topic: str, partitions: int, timeout_s: float =
     return counts
 
 
-def read_to_end(consumer: Any, topic: str, partition: int = 0, timeout_s: float = 120.0) -> Iterator[Any]:
+def read_to_end(
+    consumer: Any, topic: str, partition: int = 0, timeout_s: float = 120.0, *, keep_assigned: bool = False
+) -> Iterator[Any]:
     """Every record of one partition from its start up to its current end (``enable.partition.eof``
-    set on ``consumer``): how the compacted internal topics are read."""
+    set on ``consumer``): how the compacted internal topics are read. ``keep_assigned`` leaves the
+    consumer positioned at the end, to read what comes later."""
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -230,4 +233,5 @@ def read_to_end(consumer: Any, topic: str, partition: int = 0, timeout_s: float 
                 elif error.name() == "_PARTITION_EOF":
                     return
     finally:
-        consumer.unassign()
+        if not keep_assigned:
+            consumer.unassign()

@@ -185,7 +185,7 @@ def failover(config_file: str, source: str, target: str, *, groups: str, mode: s
         for entry in plans:
             entry.outcome = "dry run: not applied"
     else:
-        apply(config, flow, plans)
+        apply(config, plans)
     lines = table(plans)
     log.info("failover of %s (%s%s) for %d group(s):", flow.name, mode, ", dry run" if dry else "", len(plans))
     for line in lines:

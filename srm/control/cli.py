@@ -1,4 +1,5 @@
-"""``srm-control``: SRM's command-line tool, plus validation, MM2 import and local clusters.
+"""``srm-control``: SRM's command-line tool (topics, groups, offsets) plus status, translate,
+failover/failback, validation, MM2 import, Spark jobs and the local clusters.
 
 Every command takes ``--config``, ``--json`` and ``--debug``; errors print one clear message and
 exit non-zero (a traceback only with ``--debug``).
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from srm.control import commands
+from srm.control import commands, lists, offsets, status
 from srm.errors import ConfigError, SrmError
 
 EXIT_ERROR = 1
@@ -76,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--master", help="Spark master (default local[*, 4])")
     run.add_argument("--dry-run", action="store_true", help="print the spark-submit command instead of running it")
     run.set_defaults(handler=commands.run)
+
+    lists.add_parser(sub, common, "topics", lambda a: lists.run(a, "topics"))
+    lists.add_parser(sub, common, "groups", lambda a: lists.run(a, "groups"))
+    offsets.add_parsers(sub, common)
+    status.add_parser(sub, common)
 
     local = sub.add_parser(
         "local",

@@ -21,6 +21,7 @@ from typing import Any
 
 from srm import clients
 from srm.config.model import Flow, SrmConfig
+from srm.control_lists import read_lists
 from srm.filters import NameFilter, should_replicate_group
 from srm.internal_topics import InternalTopic, ensure_internal_topic
 from srm.offsets.asof import translate_frame
@@ -77,9 +78,11 @@ class CheckpointPass:
         self.flow = flow
         self.source = config.cluster(flow.source)
         self.target = config.cluster(flow.target)
-        self.selector = TopicSelector(flow)
+        # the YAML's lists plus srm-control's, as they are when the pass starts
+        topics, groups = read_lists(self.target, flow, "topics"), read_lists(self.target, flow, "groups")
+        self.selector = TopicSelector(flow, topics.allow, topics.deny)
         s = flow.settings
-        self.groups = NameFilter(s.groups, s.groups_exclude)
+        self.groups = NameFilter(s.groups + groups.allow, s.groups_exclude + groups.deny)
         self.pass_id = uuid.uuid4().hex[:12]
         self.sync = sync and flow.settings.sync_group_offsets_enabled
         self.metrics: list[dict[str, Any]] = []

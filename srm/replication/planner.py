@@ -2,11 +2,11 @@
 
 Runs in the Python process Spark keeps for the streaming source. Each call re-discovers the
 source's topics through the flow's predicate, so new topics and partitions and edited
-allow/deny lists take effect at the next trigger; the configuration file is re-read when it
-changes. Ends are last stable offsets (read_committed). Where a partition starts the first
-time: the target's committed progress if there is any, else the flow's ``start`` position for
-partitions that exist when the flow starts, and the earliest offset for partitions that appear
-later (everything in them is new).
+allow/deny lists (the YAML's and srm-control's) take effect at the next trigger; the
+configuration file is re-read when it changes. Ends are last stable offsets (read_committed).
+Where a partition starts the first time: the target's committed progress if there is any, else
+the flow's ``start`` position for partitions that exist when the flow starts, and the earliest
+offset for partitions that appear later (everything in them is new).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from datetime import datetime
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
+from srm.control_lists import ControlReader
 from srm.replication import offsets as plan
 from srm.replication.job import CopyRange
 from srm.replication.progress import progress_group, read_group_progress
@@ -32,6 +33,7 @@ class Planner:
         self.config_path = config_path
         self.source_alias, self.target_alias = source, target
         self._mtime = 0.0
+        self.control: ControlReader | None = None
         self.config: SrmConfig
         self.flow: Flow
         self.selector: TopicSelector
@@ -53,12 +55,28 @@ class Planner:
             self._mtime = mtime
             return
         self.config, self.flow, self._mtime = config, flow, mtime
-        self.selector = TopicSelector(flow)
+        if self.control is None or self.control.cluster != config.cluster(self.target_alias):
+            if self.control is not None:
+                self.control.close()
+            self.control = ControlReader(config.cluster(self.target_alias))
+            self.control.poll()
+        self._select()
+
+    def _select(self) -> None:
+        """The topic predicate: the YAML's lists plus srm-control's (srm-control.internal)."""
+        assert self.control is not None
+        lists = self.control.lists(self.flow, "topics")
+        self.selector = TopicSelector(self.flow, lists.allow, lists.deny)
 
     # --- what exists ---------------------------------------------------------------------------
     def topics(self) -> dict[str, int]:
         """Replicated source topics and their partition counts."""
         self._load()
+        assert self.control is not None
+        if self.control.poll():
+            self._select()
+            lists = self.control.lists(self.flow, "topics")
+            log.info("srm-control lists of %s changed: allow %s, deny %s", self.flow.name, lists.allow, lists.deny)
         counts = partition_counts(self.source_admin, include_internal=True)
         return {t: n for t, n in sorted(counts.items()) if self.selector.replicates(t)}
 
