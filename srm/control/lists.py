@@ -22,6 +22,14 @@ def configured_flow(config: SrmConfig, source: str, target: str) -> Flow:
     return config.flow(source, target)
 
 
+def reachable(config: SrmConfig, *aliases: str) -> None:
+    """Fail with one line naming the bootstrap servers unless every cluster answers."""
+    from srm.clients import check_reachable
+
+    for alias in aliases:
+        check_reachable(config.cluster(alias), timeout_s=10)
+
+
 def entries(value: str | None) -> list[str]:
     """A comma list of names or regexes, each checked to compile."""
     out = [e.strip() for e in (value or "").split(",") if e.strip()]
@@ -62,6 +70,8 @@ def change(stored: Lists, configured: Lists, args: argparse.Namespace, file: str
 def run(args: argparse.Namespace, kind: Kind) -> dict[str, Any] | None:
     config = load_config(args.config, strict=True)
     flow = configured_flow(config, args.source, args.target)
+    entries(",".join(filter(None, (args.add, args.remove, args.add_blacklist, args.remove_blacklist))))
+    reachable(config, flow.target)
     target = config.cluster(flow.target)
     configured = yaml_lists(flow, kind)
     stored = read_lists(target, flow, kind)

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from srm.config import load_config
-from srm.control.lists import configured_flow
+from srm.control.lists import configured_flow, reachable
 from srm.errors import SrmError
 from srm.failover import GroupPlan, apply, plan, plan_failback, table
 from srm.offsets.api import Direction, Translated, Translator
@@ -28,6 +28,7 @@ def export(args: argparse.Namespace) -> dict[str, Any] | None:
     if not args.export:
         raise SrmError("offsets needs --export (the only action SRM's offsets command has)")
     groups = group_names(args.group)
+    reachable(config, flow.target)
     translator = Translator(config, flow)
     rows = {g: translator.group(g) for g in groups}
     if args.json:
@@ -43,6 +44,7 @@ def translate(args: argparse.Namespace) -> dict[str, Any] | None:
     config = load_config(args.config, strict=True)
     flow = configured_flow(config, args.source, args.target)
     direction: Direction = "backward" if args.reverse else "forward"
+    reachable(config, flow.target, *([flow.source] if args.live or args.reverse else []))
     translator = Translator(config, flow)
     if args.group:
         if any(v is not None for v in (args.topic, args.partition, args.offset)):
@@ -65,6 +67,7 @@ def translate(args: argparse.Namespace) -> dict[str, Any] | None:
 def failover(args: argparse.Namespace, back: bool = False) -> dict[str, Any] | None:
     config = load_config(args.config, strict=True)
     flow = configured_flow(config, args.source, args.target)
+    reachable(config, flow.target, *([flow.source] if back or args.planned else []))
     if back:
         plans = plan_failback(config, flow, args.group)
     else:
