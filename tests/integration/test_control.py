@@ -50,9 +50,9 @@ def committed_on(cluster: Any, group: str) -> dict[tuple[str, int], int]:
 
 
 def test_topic_lists_change_a_running_flow_within_seconds(
-    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], cli: Run
+    spark: Any, kafka: SrmConfig, tmp_path: Path, cli: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    prefix = unique("ctl")
+    prefix = f"ctl-{uuid.uuid4().hex[:8]}"
     warm, late = f"{prefix}-warm", f"{prefix}-late"
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [], "topics.exclude": []}])
     flow_args = ("--source", env.west.alias, "--target", env.east.alias)
@@ -71,7 +71,8 @@ def test_topic_lists_change_a_running_flow_within_seconds(
         code, out, _ = cli(env.path, "topics", *flow_args, "--add", late)
         assert code == 0 and out == f"Current whitelist:\n{warm}\n{late}\nCurrent blacklist:\nDone.\n"
         took = wait_for(lambda: target_records(env, late) == 100, FLOW_WITHIN_S, f"{late} after --add")
-        print(f"--add applied in {took:.1f} s")
+        with capsys.disabled():
+            print(f"\n--add applied in {took:.1f} s")
 
         code, out, _ = cli(env.path, "topics", *flow_args, "--add-blacklist", late)
         assert code == 0
