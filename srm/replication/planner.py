@@ -90,8 +90,10 @@ class Planner:
         """Where a query without a Spark checkpoint starts: progress on the target, else ``start``."""
         ends, ids = self.snapshot()
         remote = [(self.selector.remote(t), p) for t, p in ends]
+        # Not stable: a killed job's open transaction would block the read until it times out, and
+        # the copier re-reads the stable progress after fencing that transaction anyway.
         progress = read_group_progress(
-            self.config.cluster(self.target_alias), progress_group(self.source_alias), remote
+            self.config.cluster(self.target_alias), progress_group(self.source_alias), remote, stable=False
         )
         positions: plan.Positions = {}
         fresh = [tp for tp in ends if (self.selector.remote(tp[0]), tp[1]) not in progress]

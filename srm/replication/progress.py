@@ -61,9 +61,13 @@ def read_progress(
 
 
 def read_group_progress(
-    cluster: Cluster, group: str, partitions: list[tuple[str, int]]
+    cluster: Cluster, group: str, partitions: list[tuple[str, int]], *, stable: bool = True
 ) -> dict[tuple[str, int], Progress]:
     """Committed progress of ``partitions`` in ``group`` on ``cluster`` (driver side).
+
+    ``stable`` waits for pending transactions of the group to settle (KIP-447); a killed job's open
+    transaction keeps offsets pending until its transactional id is fenced or it times out, so
+    ``stable=False`` is for questions the last committed progress answers (does any exist?).
 
     Reads through a consumer rather than ``AdminClient.list_consumer_group_offsets``: in
     librdkafka 2.16 the admin call dereferences a null group handle when the broker answers
@@ -72,7 +76,8 @@ def read_group_progress(
     """
     from srm import clients
 
-    consumer = clients.consumer(cluster, group)
+    isolation = {} if stable else {"isolation.level": "read_uncommitted"}
+    consumer = clients.consumer(cluster, group, **isolation)
     try:
         return read_progress(consumer, partitions)
     finally:

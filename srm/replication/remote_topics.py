@@ -47,7 +47,9 @@ class RemoteTopics:
         self.listed = None
         target_counts = partition_counts(self.target_admin, include_internal=True)
         existing = [(r, p) for r in map(self._remote, todo) for p in range(target_counts.get(r, 0))]
-        ours = {topic for topic, _ in read_group_progress(self.target, progress_group(self.flow.source), existing)}
+        # not stable: a killed job's pending transaction must not block this (the copier fences it later)
+        committed = read_group_progress(self.target, progress_group(self.flow.source), existing, stable=False)
+        ours = {topic for topic, _ in committed}
         for topic, partitions in todo.items():
             remote = self._remote(topic)
             found = target_counts.get(remote)

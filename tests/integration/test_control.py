@@ -17,6 +17,7 @@ from srm.config import SrmConfig, load_config
 from srm.control.cli import main as srm_control
 from srm.jvm import kafka_command
 from srm.local import LocalClusters
+from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.checkpointing import CheckpointPass
 from srm.offsets.groups import group_offsets
 from srm.sparkapp import start_replication
@@ -254,7 +255,13 @@ def test_errors_are_one_clear_line(kafka: SrmConfig, tmp_path: Path, cli: Run) -
     assert err.startswith(f"error: cluster {e} (127.0.0.1:{port}) did not answer within 10 s")
 
 
-def test_status_translate_and_failback(
+def checkpointed(env: Env, group: str) -> dict[int, int]:
+    """Upstream offset per partition of the group's checkpoints in force on the target."""
+    topic = env.flow().policy.checkpoints_topic(env.west.alias)
+    return {c.partition: c.upstream_offset for c in read_checkpoints(env.east, topic).values() if c.group == group}
+
+
+def test_status_translate_group_lists_and_failback(
     spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], cli: Run
 ) -> None:
     topic, group, back = unique("ctl-status"), unique("reader"), unique("returning")
@@ -289,6 +296,15 @@ def test_status_translate_and_failback(
     assert code == 0, err
     downstream = int(out.strip().rsplit("@", 1)[1])
     assert read_from(env.east, remote, 1, downstream)[0] == source[1][12][:4]
+
+    # a group on srm-control's blacklist gets no new checkpoints; taken off it, it does again
+    assert cli(env.path, "groups", *flow_args, "--add-blacklist", group)[0] == 0
+    commit(env.west, group, {(topic, 0): 50, (topic, 1): 60})
+    CheckpointPass(spark, env.config, flow).run()
+    assert checkpointed(env, group) == {0: 7, 1: 30}
+    assert cli(env.path, "groups", *flow_args, "--remove-blacklist", group)[0] == 0
+    CheckpointPass(spark, env.config, flow).run()
+    assert checkpointed(env, group) == {0: 50, 1: 60}
 
     # failback: a group that consumed the remote topic on east returns to the topic on west, exactly
     on_east = {0: 20, 1: 3}
