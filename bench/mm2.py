@@ -1,0 +1,162 @@
+"""Apache Kafka's MirrorMaker 2 on the local clusters, the yardstick of the throughput benchmark.
+
+    .venv/bin/python -m bench.mm2 --records 1000000 --size 1024 --partitions 8
+
+Fills a fresh topic on the first flow's source with Kafka's ProducerPerformance, starts MM2 in
+dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``, the resolved connect-mirror jars)
+with its default settings, ``tasks.max`` = partitions and only that topic, and times from MM2's
+start until the target's remote topic holds every record. Prints the figures as JSON: wall time
+(MM2's start-up included) and the copy time from the first record on the target to the last,
+records/s and MB/s, CPU seconds and peak memory of the MM2 process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.available_now import fill
+from srm import clients
+from srm.config import load_config
+from srm.jvm import kafka_command
+from srm.topics import ensure_topic, list_offsets, partition_counts
+
+POLL_S = 0.2
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class Usage(threading.Thread):
+    """Samples a process's CPU seconds and resident memory (the largest seen) until stopped."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.cpu_s, self.peak_rss_mb, self.running = pid, 0.0, 0.0, True
+
+    def run(self) -> None:
+        while self.running:
+            try:
+                fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                self.cpu_s = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+                rss = next(
+                    line for line in Path(f"/proc/{self.pid}/status").read_text().splitlines() if line[:6] == "VmRSS:"
+                )
+                self.peak_rss_mb = max(self.peak_rss_mb, int(rss.split()[1]) / 1024)
+            except (OSError, StopIteration, IndexError):
+                return
+            time.sleep(0.5)
+
+
+def mm2_properties(servers: dict[str, str], topic: str, tasks: int) -> str:
+    """MM2's defaults, except what a single-broker cluster needs (replication factors of 1)."""
+    source, target = servers
+    return "\n".join(
+        [
+            f"clusters = {source}, {target}",
+            f"{source}.bootstrap.servers = {servers[source]}",
+            f"{target}.bootstrap.servers = {servers[target]}",
+            f"{source}->{target}.enabled = true",
+            f"{source}->{target}.topics = {topic}",
+            f"{target}->{source}.enabled = false",
+            f"tasks.max = {tasks}",
+            "replication.factor = 1",
+            *(
+                f"{name}.replication.factor = 1"
+                for name in ("checkpoints.topic", "heartbeats.topic", "offset-syncs.topic")
+            ),
+            *(f"{name}.storage.replication.factor = 1" for name in ("offset", "status", "config")),
+            "",
+        ]
+    )
+
+
+def remote_records(admin: Any, topic: str, partitions: int) -> int:
+    if topic not in partition_counts(admin):
+        return 0
+    ends = list_offsets(admin, [(topic, p) for p in range(partitions)], "latest")
+    return sum(ends.values())  # MM2 writes without transactions: end offsets count records
+
+
+def run(base: Path, records: int, size: int, partitions: int, timeout_s: float = 900) -> dict[str, Any]:
+    config = load_config(base)
+    flow = config.enabled_flows()[0]
+    source_cluster, target_cluster = config.cluster(flow.source), config.cluster(flow.target)
+    topic = f"bench-mm2-{uuid.uuid4().hex[:8]}"
+    ensure_topic(clients.admin_client(source_cluster), topic, partitions)
+    fill_s = fill(source_cluster.bootstrap_servers or "", topic, records, size)
+    token = uuid.uuid4().hex[:6]
+    source, target = f"ms{token}", f"mt{token}"  # fresh aliases: fresh MM2 internal topics
+    remote = f"{source}.{topic}"
+    target_admin = clients.admin_client(target_cluster)
+    with tempfile.TemporaryDirectory() as tmp:
+        props = Path(tmp) / "mm2.properties"
+        props.write_text(
+            mm2_properties(
+                {source: source_cluster.bootstrap_servers or "", target: target_cluster.bootstrap_servers or ""},
+                topic,
+                partitions,
+            )
+        )
+        command = kafka_command("org.apache.kafka.connect.mirror.MirrorMaker", str(props), heap="1g")
+        log = Path(tmp) / "mm2.log"
+        with log.open("w") as out:
+            started = time.monotonic()
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            usage = Usage(process.pid)
+            usage.start()
+            first = None
+            try:
+                while True:
+                    copied = remote_records(target_admin, remote, partitions)
+                    now = time.monotonic()
+                    if copied and first is None:
+                        first = now
+                    if copied >= records:
+                        break
+                    if process.poll() is not None or now - started > timeout_s:
+                        raise SystemExit(f"MM2 copied {copied} of {records}:\n{log.read_text()[-3000:]}")
+                    time.sleep(POLL_S)
+                wall = time.monotonic() - started
+            finally:
+                usage.running = False
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(60)
+    copy_s = wall - ((first or started) - started)
+    mb = records * size / 1e6
+    return {
+        "tool": "mirrormaker2",
+        "records": records,
+        "record_size": size,
+        "partitions": partitions,
+        "tasks_max": partitions,
+        "fill_seconds": round(fill_s, 2),
+        "job_seconds": round(wall, 2),
+        "copy_seconds": round(copy_s, 2),
+        "job_records_per_s": round(records / wall),
+        "copy_records_per_s": round(records / copy_s) if copy_s else None,
+        "copy_mb_per_s": round(mb / copy_s, 1) if copy_s else None,
+        "cpu_seconds": round(usage.cpu_s, 1),
+        "peak_rss_mb": round(usage.peak_rss_mb),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default="conf/srm.yaml")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--partitions", type=int, default=8)
+    args = parser.parse_args()
+    print(json.dumps(run(Path(args.config), args.records, args.size, args.partitions), indent=2))
+
+
+if __name__ == "__main__":
+    main()
