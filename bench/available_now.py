@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from bench.usage import Usage
 from srm import clients
 from srm.config import load_config
 from srm.jvm import kafka_command
@@ -92,12 +93,17 @@ def run(base: Path, records: int, size: int, partitions: int, *, exactly_once: b
             "replicate.py", ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)]
         )
         started = time.monotonic()
-        result = subprocess.run(command, env=submit_environment(), capture_output=True, text=True, check=False)
+        process = subprocess.Popen(
+            command, env=submit_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        usage = Usage(process)
+        output, _ = process.communicate()
         wall = time.monotonic() - started
-    if result.returncode != 0:
-        raise SystemExit(f"replication failed:\n{(result.stdout + result.stderr)[-3000:]}")
+        used = usage.finish()
+    if process.returncode != 0:
+        raise SystemExit(f"replication failed:\n{output[-3000:]}")
     # spark-submit merges the Python driver's stderr into the JVM's stdout.
-    batches = [(int(n), float(mib), float(s)) for n, mib, s in BATCH_LINE.findall(result.stdout + result.stderr)]
+    batches = [(int(n), float(mib), float(s)) for n, mib, s in BATCH_LINE.findall(output)]
     copied = sum(b[0] for b in batches)
     mib = sum(b[1] for b in batches)
     batch_s = sum(b[2] for b in batches)
@@ -115,6 +121,7 @@ def run(base: Path, records: int, size: int, partitions: int, *, exactly_once: b
         "job_mb_per_s": round(mib * 1.048576 / wall, 1),
         "batch_records_per_s": round(copied / batch_s) if batch_s else None,
         "batch_mb_per_s": round(mib * 1.048576 / batch_s, 1) if batch_s else None,
+        **used,
     }
 
 

@@ -18,41 +18,20 @@ import os
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from bench.available_now import fill
+from bench.usage import Usage
 from srm import clients
 from srm.config import load_config
+from srm.errors import SrmError
 from srm.jvm import kafka_command
 from srm.topics import ensure_topic, list_offsets, partition_counts
 
 POLL_S = 0.2
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-class Usage(threading.Thread):
-    """Samples a process's CPU seconds and resident memory (the largest seen) until stopped."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.cpu_s, self.peak_rss_mb, self.running = pid, 0.0, 0.0, True
-
-    def run(self) -> None:
-        while self.running:
-            try:
-                fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-                self.cpu_s = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-                rss = next(
-                    line for line in Path(f"/proc/{self.pid}/status").read_text().splitlines() if line[:6] == "VmRSS:"
-                )
-                self.peak_rss_mb = max(self.peak_rss_mb, int(rss.split()[1]) / 1024)
-            except (OSError, StopIteration, IndexError):
-                return
-            time.sleep(0.5)
 
 
 def mm2_properties(servers: dict[str, str], topic: str, tasks: int) -> str:
@@ -79,9 +58,12 @@ def mm2_properties(servers: dict[str, str], topic: str, tasks: int) -> str:
 
 
 def remote_records(admin: Any, topic: str, partitions: int) -> int:
-    if topic not in partition_counts(admin):
+    if partition_counts(admin).get(topic) != partitions:
         return 0
-    ends = list_offsets(admin, [(topic, p) for p in range(partitions)], "latest")
+    try:
+        ends = list_offsets(admin, [(topic, p) for p in range(partitions)], "latest")
+    except SrmError:  # just created: leaders are still being elected
+        return 0
     return sum(ends.values())  # MM2 writes without transactions: end offsets count records
 
 
@@ -110,8 +92,7 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
         with log.open("w") as out:
             started = time.monotonic()
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-            usage = Usage(process.pid)
-            usage.start()
+            usage = Usage(process)
             first = None
             try:
                 while True:
@@ -126,9 +107,9 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
                     time.sleep(POLL_S)
                 wall = time.monotonic() - started
             finally:
-                usage.running = False
                 os.killpg(process.pid, signal.SIGTERM)
                 process.wait(60)
+                used = usage.finish()
     copy_s = wall - ((first or started) - started)
     mb = records * size / 1e6
     return {
@@ -143,8 +124,7 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
         "job_records_per_s": round(records / wall),
         "copy_records_per_s": round(records / copy_s) if copy_s else None,
         "copy_mb_per_s": round(mb / copy_s, 1) if copy_s else None,
-        "cpu_seconds": round(usage.cpu_s, 1),
-        "peak_rss_mb": round(usage.peak_rss_mb),
+        **used,
     }
 
 
