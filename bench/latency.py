@@ -1,0 +1,153 @@
+"""End-to-end latency under a steady producer: ours (continuous mode) and MirrorMaker 2.
+
+    .venv/bin/python -m bench.latency [--rate 5000] [--seconds 60] [--partitions 8]
+
+For each tool: a fresh topic on the first flow's source, the replicator started and warmed up,
+then a producer writes ``--rate`` records/s for ``--seconds`` while a consumer on the target reads
+the remote topic; a record's latency is the time it is read on the target minus its CreateTime
+(both on this machine's clock; the replicators keep CreateTime). Prints p50/p95/p99/max per tool
+as JSON and writes ``bench/latency.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.available_now import flow_config
+from bench.mm2 import mm2_properties
+from srm import clients
+from srm.config import load_config
+from srm.config.model import Cluster
+from srm.jvm import kafka_command
+from srm.sparkapp import spark_submit_command, submit_environment
+from srm.topics import ensure_topic, partition_counts
+
+HERE = Path(__file__).parent
+WARMUP_TIMEOUT_S = 120.0
+
+
+def produce_steadily(cluster: Cluster, topic: str, rate: int, seconds: float, stop: threading.Event) -> int:
+    producer = clients.producer(cluster, **{"linger.ms": 5})
+    sent, started = 0, time.monotonic()
+    while not stop.is_set() and time.monotonic() - started < seconds:
+        due = int((time.monotonic() - started) * rate)
+        while sent < due:
+            producer.produce(topic, value=b"x" * 100)
+            sent += 1
+        producer.poll(0)
+        time.sleep(0.002)
+    producer.flush(30)
+    return sent
+
+
+def measure(target: Cluster, remote: str, expected: int, timeout_s: float) -> list[float]:
+    """Latency (ms) of every record read from ``remote`` until ``expected`` arrived or time ran out."""
+    from confluent_kafka import TopicPartition
+
+    consumer = clients.consumer(target, f"bench-latency-{uuid.uuid4().hex[:6]}")
+    deadline = time.monotonic() + timeout_s
+    while remote not in partition_counts(clients.admin_client(target)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    partitions = partition_counts(clients.admin_client(target)).get(remote, 0)
+    consumer.assign([TopicPartition(remote, p, 0) for p in range(partitions)])
+    latencies: list[float] = []
+    try:
+        while len(latencies) < expected and time.monotonic() < deadline:
+            for message in consumer.consume(1000, 0.1):
+                if message.error() is None:
+                    latencies.append(time.time() * 1000 - message.timestamp()[1])
+    finally:
+        consumer.close()
+    return latencies
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+    return {"records": len(ordered), "p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99), "max_ms": ordered[-1]}
+
+
+def run_with(start: Any, source: Cluster, target: Cluster, remote_of: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Start a replicator, warm it up with one record, then measure a steady load."""
+    topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
+    ensure_topic(clients.admin_client(source), topic, args.partitions)
+    process = start(topic)
+    try:
+        producer = clients.producer(source)
+        producer.produce(topic, value=b"warm", partition=0)
+        producer.flush(10)
+        if not measure(target, remote_of(topic), 1, WARMUP_TIMEOUT_S):
+            raise SystemExit(f"the replicator copied nothing within {WARMUP_TIMEOUT_S:.0f} s")
+        stop = threading.Event()
+        results: dict[str, int] = {}
+        feeder = threading.Thread(
+            target=lambda: results.update(sent=produce_steadily(source, topic, args.rate, args.seconds, stop))
+        )
+        feeder.start()
+        latencies = measure(target, remote_of(topic), args.rate * args.seconds + 1, args.seconds + 60)
+        stop.set()
+        feeder.join()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(60)
+    return percentiles(latencies[1:]) | {"sent": results.get("sent", 0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default="conf/srm.yaml")
+    parser.add_argument("--rate", type=int, default=5000)
+    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--partitions", type=int, default=8)
+    args = parser.parse_args()
+    config = load_config(args.config)
+    flow = config.enabled_flows()[0]
+    source, target = config.cluster(flow.source), config.cluster(flow.target)
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = Path(tmp)
+
+        def ours(topic: str) -> subprocess.Popen[bytes]:
+            path, src, tgt = flow_config(Path(args.config), logs, topic, True, 2)
+            ours.alias = src  # type: ignore[attr-defined]
+            command = spark_submit_command(
+                "replicate.py", ["--source", src, "--target", tgt, "--mode", "continuous", "--config", str(path)]
+            )
+            out = (logs / "ours.log").open("w")
+            return subprocess.Popen(
+                command, env=submit_environment(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+        def mm2(topic: str) -> subprocess.Popen[bytes]:
+            alias = f"ls{uuid.uuid4().hex[:6]}"
+            mm2.alias = alias  # type: ignore[attr-defined]
+            props = logs / "mm2.properties"
+            servers = {alias: source.bootstrap_servers or "", f"lt{alias}": target.bootstrap_servers or ""}
+            props.write_text(mm2_properties(servers, topic, args.partitions))
+            out = (logs / "mm2.log").open("w")
+            command = kafka_command("org.apache.kafka.connect.mirror.MirrorMaker", str(props), heap="1g")
+            return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+        result = {
+            "command": f"python -m bench.latency --rate {args.rate} --seconds {args.seconds}",
+            "ours_exactly_once": run_with(ours, source, target, lambda t: f"{ours.alias}.{t}", args),  # type: ignore[attr-defined]
+            "mirrormaker2": run_with(mm2, source, target, lambda t: f"{mm2.alias}.{t}", args),  # type: ignore[attr-defined]
+        }
+    (HERE / "latency.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
