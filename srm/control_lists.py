@@ -52,12 +52,12 @@ def control_topic(flow: Flow) -> InternalTopic:
     return InternalTopic(CONTROL_TOPIC, flow.target, "compact", flow.settings.checkpoints_topic_replication_factor)
 
 
-def read_lists(target: Cluster, flow: Flow, kind: Kind) -> Lists:
-    """The stored lists of one flow (empty when nothing was ever stored)."""
+def read_lists(target: Cluster, flow: Flow) -> dict[Kind, Lists]:
+    """The stored topic and group lists of one flow, one read (empty when nothing was ever stored)."""
     reader = ControlReader(target)
     try:
         reader.poll()
-        return reader.lists(flow, kind)
+        return {"topics": reader.lists(flow, "topics"), "groups": reader.lists(flow, "groups")}
     finally:
         reader.close()
 

@@ -72,21 +72,6 @@ def partition_counts(admin: Any, include_internal: bool = False) -> dict[str, in
     }
 
 
-def watermarks(consumer: Any, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
-    """Partition -> (low, high) watermark offsets."""
-    from confluent_kafka import TopicPartition
-
-    def marks(partition: int) -> tuple[int, int]:
-        request = TopicPartition(topic, partition)
-        low_high: tuple[int, int] = retrying(
-            lambda: consumer.get_watermark_offsets(request, timeout=ADMIN_TIMEOUT_S, cached=False),
-            f"cannot read the offsets of {topic}[{partition}]",
-        )
-        return low_high
-
-    return {p: marks(p) for p in range(partitions)}
-
-
 def describe(admin: Any, consumer: Any, include_internal: bool = False) -> list[TopicInfo]:
     """Every topic with its partition and record counts, sorted by name.
 

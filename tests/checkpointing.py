@@ -1,8 +1,10 @@
-"""Helpers for checkpoint tests: commit group offsets, read a partition from an offset."""
+"""Helpers for checkpoint and failover tests: commit and read group offsets, a live member, reading a partition."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from srm import clients
@@ -38,5 +40,29 @@ def read_from(
                 elif m.error().name() == "_PARTITION_EOF":
                     return out
         raise AssertionError(f"no end of {topic}[{partition}] within {timeout_s} s")
+    finally:
+        consumer.close()
+
+
+def committed_on(cluster: Cluster, group: str) -> dict[tuple[str, int], int]:
+    """What ``group`` has committed on ``cluster``, per (topic, partition)."""
+    from srm.offsets.groups import group_offsets
+
+    found = group_offsets(clients.admin_client(cluster), [group])[group]
+    return {k: v.offset for k, v in found.offsets.items()}
+
+
+@contextmanager
+def active_member(cluster: Cluster, group: str, topic: str, committed: int) -> Iterator[None]:
+    """While inside, ``group`` has a live member on ``cluster`` that committed ``committed`` on ``topic``[0]."""
+    from confluent_kafka import TopicPartition
+
+    consumer = clients.consumer(cluster, group)
+    consumer.subscribe([topic])
+    try:
+        while not consumer.assignment():
+            consumer.poll(0.2)
+        consumer.commit(offsets=[TopicPartition(topic, 0, committed)], asynchronous=False)
+        yield
     finally:
         consumer.close()

@@ -6,14 +6,13 @@ from datetime import timedelta
 from typing import Any
 
 from srm.airflow import callables
-from srm.airflow.defaults import START, dag_id, default_args, tags
+from srm.airflow.defaults import flow_dag
 from srm.airflow.spark import spark_job
 from srm.config.model import Flow
 
 
 def checkpoints_dag(flow: Flow, config_file: str) -> Any:
     from airflow.providers.standard.operators.python import PythonOperator
-    from airflow.sdk import DAG
 
     s = flow.settings
     doc = f"""
@@ -29,16 +28,12 @@ committed offsets of {flow.source}'s consumer groups exactly and writes them as 
         else "Group offset sync is off (`sync.group.offsets.enabled: false`)."
     }
 """
-    with DAG(
-        dag_id(flow, "checkpoints"),
+    with flow_dag(
+        flow,
+        "checkpoints",
         schedule=timedelta(seconds=s.emit_checkpoints_interval_seconds),
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=default_args(),
+        doc=doc,
         dagrun_timeout=timedelta(minutes=30),
-        tags=tags(flow, "checkpoints"),
-        doc_md=doc,
     ) as dag:
         checkpoints = spark_job(
             "checkpoints", "checkpoints.py", flow, config_file, ["--no-sync"], timeout=timedelta(minutes=20)

@@ -29,3 +29,31 @@ def default_args(retries: int = 3) -> dict[str, Any]:
         "max_retry_delay": timedelta(minutes=10),
         "execution_timeout": timedelta(hours=1),
     }
+
+
+def flow_dag(
+    flow: Flow,
+    job: str,
+    *,
+    schedule: Any,
+    doc: str,
+    dagrun_timeout: timedelta | None,
+    retries: int = 3,
+    params: dict[str, Any] | None = None,
+) -> Any:
+    """The DAG ``<source>_to_<target>.<job>`` with what every flow DAG shares: one run at a time,
+    no catch-up, retries with backoff, tags and docs."""
+    from airflow.sdk import DAG
+
+    return DAG(
+        dag_id(flow, job),
+        schedule=schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args(retries),
+        dagrun_timeout=dagrun_timeout,
+        tags=tags(flow, job),
+        doc_md=doc,
+        params=params or {},
+    )

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from srm.airflow import callables
-from srm.airflow.defaults import START, dag_id, default_args, tags
+from srm.airflow.defaults import flow_dag
 from srm.airflow.sensors import ReplicationAliveSensor
 from srm.config.model import Flow
 
@@ -16,7 +16,7 @@ STALL_AFTER_S = 120  # no replicated heartbeat younger than this: the flow has s
 
 def heartbeats_dag(flow: Flow, config_file: str) -> Any:
     from airflow.providers.standard.operators.python import PythonOperator
-    from airflow.sdk import DAG, Param
+    from airflow.sdk import Param
 
     doc = f"""
 ### Heartbeats of {flow.name}
@@ -27,16 +27,13 @@ exists), as MirrorMaker 2 does. **replication_alive** is a deferrable sensor: it
 `{flow.policy.format_remote_topic(flow.source, "heartbeats")}` on {flow.target} is younger than the threshold and
 fails with the heartbeat's age when none is within its timeout: the flow has stalled.
 """
-    with DAG(
-        dag_id(flow, "heartbeats"),
+    with flow_dag(
+        flow,
+        "heartbeats",
         schedule=timedelta(minutes=1),
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=default_args(retries=1),
+        doc=doc,
         dagrun_timeout=timedelta(minutes=10),
-        tags=tags(flow, "heartbeats"),
-        doc_md=doc,
+        retries=1,
         params={
             "duration_seconds": Param(EMIT_FOR_S, type="integer", minimum=1, description="how long emit runs"),
             "stall_threshold_seconds": Param(

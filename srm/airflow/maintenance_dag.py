@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from srm.airflow import callables
-from srm.airflow.defaults import START, dag_id, default_args, tags
+from srm.airflow.defaults import flow_dag
 from srm.config.model import Flow
 
 STEPS = [
@@ -20,7 +20,7 @@ STEPS = [
 
 def maintenance_dag(flow: Flow, config_file: str) -> Any:
     from airflow.providers.standard.operators.python import PythonOperator
-    from airflow.sdk import DAG, chain
+    from airflow.sdk import chain
 
     s = flow.settings
     doc = f"""
@@ -34,16 +34,12 @@ Every {s.refresh_topics_interval_seconds} s (`refresh.topics.interval.seconds`):
 4. **sync_topic_acls** — topic ACLs mirrored (never ALLOW WRITE; ALLOW ALL becomes READ).
 5. **srm_meta** — `srm-meta.internal` on {flow.target} lists every replicated topic pair.
 """
-    with DAG(
-        dag_id(flow, "maintenance"),
+    with flow_dag(
+        flow,
+        "maintenance",
         schedule=timedelta(seconds=s.refresh_topics_interval_seconds),
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=default_args(),
+        doc=doc,
         dagrun_timeout=timedelta(minutes=30),
-        tags=tags(flow, "maintenance"),
-        doc_md=doc,
     ) as dag:
         kwargs = {"config_file": config_file, "source": flow.source, "target": flow.target}
         tasks = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from srm.airflow.defaults import START, dag_id, default_args, tags
+from srm.airflow.defaults import dag_id, flow_dag
 from srm.airflow.spark import spark_job
 from srm.config.model import Flow
 
@@ -13,7 +13,7 @@ MODES = ["continuous", "available-now"]
 
 
 def replicate_dag(flow: Flow, config_file: str) -> Any:
-    from airflow.sdk import DAG, Param
+    from airflow.sdk import Param
 
     continuous = flow.settings.mode == "continuous"
     doc = f"""
@@ -31,16 +31,13 @@ Param `mode`: `available-now` makes any run a bounded pass, e.g.
 `airflow dags test {dag_id(flow, "replicate")} -c '{{"mode": "available-now"}}'`.
 Each micro-batch logs one line: records, MiB, partitions, records/s, latency p99, lag.
 """
-    with DAG(
-        dag_id(flow, "replicate"),
+    with flow_dag(
+        flow,
+        "replicate",
         schedule="@continuous" if continuous else flow.settings.schedule,
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args=default_args(retries=5),
+        doc=doc,
         dagrun_timeout=None if continuous else timedelta(hours=12),
-        tags=tags(flow, "replicate"),
-        doc_md=doc,
+        retries=5,
         params={
             "mode": Param(
                 "continuous" if continuous else "available-now",

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, kind: Kind) -> dict[str, Any] | None:
     reachable(config, flow.target)
     target = config.cluster(flow.target)
     configured = yaml_lists(flow, kind)
-    stored = read_lists(target, flow, kind)
+    stored = read_lists(target, flow)[kind]
     updated = change(stored, configured, args, config.file)
     if updated != stored:
         write_lists(target, flow, kind, updated)

@@ -55,7 +55,7 @@ def flow_status(config: SrmConfig, flow: Flow) -> dict[str, Any]:
         age = freshness(config.cluster(flow.target), flow).age_s
         out["state"] = "running" if age is not None and age <= ALIVE_S else "not running"
         out["heartbeat_age_s"] = None if age is None else round(age, 1)
-        lists = read_lists(config.cluster(flow.target), flow, "topics")
+        lists = read_lists(config.cluster(flow.target), flow)["topics"]
         selector = TopicSelector(flow, lists.allow, lists.deny)
         topics = {
             t for t in partition_counts(clients.admin_client(config.cluster(flow.source))) if selector.replicates(t)

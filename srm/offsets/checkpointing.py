@@ -79,7 +79,8 @@ class CheckpointPass:
         self.source = config.cluster(flow.source)
         self.target = config.cluster(flow.target)
         # the YAML's lists plus srm-control's, as they are when the pass starts
-        topics, groups = read_lists(self.target, flow, "topics"), read_lists(self.target, flow, "groups")
+        stored = read_lists(self.target, flow)
+        topics, groups = stored["topics"], stored["groups"]
         self.selector = TopicSelector(flow, topics.allow, topics.deny)
         s = flow.settings
         self.groups = NameFilter(s.groups + groups.allow, s.groups_exclude + groups.deny)

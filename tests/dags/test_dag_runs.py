@@ -15,9 +15,8 @@ from srm.airflow.local import DagRun, LocalAirflow
 from srm.config import SrmConfig
 from srm.maintenance.internal import META_TOPIC, flow_topics
 from srm.offsets.checkpoint_store import read_checkpoints
-from srm.offsets.groups import group_offsets
 from srm.topics import describe_config_values, ensure_topic, partition_counts, topic_replication_factors
-from tests.checkpointing import commit, read_from
+from tests.checkpointing import active_member, commit, committed_on, read_from
 from tests.helpers import produce, read_all
 from tests.integration.test_replicate_copy import alter_topic
 from tests.replication import Env, contents, make_env, sequenced, without_offsets
@@ -45,11 +44,6 @@ def config_of(cluster: Any, topic: str) -> dict[str, str | None]:
     return {c.name: c.value for c in describe_config_values(clients.admin_client(cluster), topic)}
 
 
-def committed_on(cluster: Any, group: str) -> dict[tuple[str, int], int]:
-    found = group_offsets(clients.admin_client(cluster), [group])[group]
-    return {k: v.offset for k, v in found.offsets.items()}
-
-
 def resumes_exactly(
     env: Env, topic: str, remote: str, source_positions: dict[int, int], target: dict[int, int]
 ) -> None:
@@ -63,7 +57,6 @@ def resumes_exactly(
 def test_replicate_checkpoints_and_failover(
     kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], airflow: Airflow
 ) -> None:
-    from confluent_kafka import TopicPartition
 
     topic = unique("af-orders")
     env = make_env(
@@ -110,18 +103,11 @@ def test_replicate_checkpoints_and_failover(
     # an active group on the target is refused, named in the failed task, and left as it was
     busy = unique("af-busy")
     commit(env.west, busy, {(topic, 0): 5})
-    consumer = clients.consumer(env.east, busy)
-    consumer.subscribe([remote])
-    try:
-        while not consumer.assignment():
-            consumer.poll(0.2)
-        consumer.commit(offsets=[TopicPartition(remote, 0, 1)], asynchronous=False)
+    with active_member(env.east, busy, remote, committed=1):
         run = run_dag(env, airflow, "srm.failover", {**params, "groups": busy, "dry_run": False})
         assert run.state == "failed"
         assert "refused: active on" in run.log and busy in run.log
         assert committed_on(env.east, busy) == {(remote, 0): 1}
-    finally:
-        consumer.close()
 
 
 def test_maintenance_creates_internal_and_remote_topics_syncs_configs_and_writes_meta(
@@ -147,7 +133,7 @@ def test_maintenance_creates_internal_and_remote_topics_syncs_configs_and_writes
     assert partition_counts(east)[remote] == 3
     assert config_of(env.east, remote)["retention.ms"] == "3600000"
     assert config_of(env.east, remote)["max.message.bytes"] == "200000"
-    assert "validate_internal_topics" in run.log and "created" in run.log
+    assert f"internal topics of {flow.name}: {len(flow_topics(flow))} checked" in run.log
 
     meta = [json.loads(m.value()) for m in read_all(env.east, META_TOPIC, 10**9, timeout_s=3)]
     latest = [m for m in meta if (m["source"], m["target"]) == (flow.source, flow.target)][-1]

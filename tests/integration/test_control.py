@@ -19,10 +19,9 @@ from srm.jvm import kafka_command
 from srm.local import LocalClusters
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.checkpointing import CheckpointPass
-from srm.offsets.groups import group_offsets
 from srm.sparkapp import start_replication
 from srm.topics import ensure_topic
-from tests.checkpointing import commit, read_from
+from tests.checkpointing import active_member, commit, committed_on, read_from
 from tests.conftest import free_ports
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import FLOW_WITHIN_S, target_records, wait_for
@@ -43,11 +42,6 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Run:
         return code, out, err
 
     return run
-
-
-def committed_on(cluster: Any, group: str) -> dict[tuple[str, int], int]:
-    found = group_offsets(clients.admin_client(cluster), [group])[group]
-    return {k: v.offset for k, v in found.offsets.items()}
 
 
 def test_topic_lists_change_a_running_flow_within_seconds(
@@ -121,23 +115,15 @@ def reset_with_kafka_tool(env: Env, group: str, csv_text: str) -> None:
 
 def refused_while_active(env: Env, cli: Run, group: str) -> None:
     """failover --apply for a group with a member on the target: refused, nothing written."""
-    from confluent_kafka import TopicPartition
-
     flow = env.flow()
-    flow_args = ("--source", flow.source, "--target", flow.target)
     remote = flow.policy.format_remote_topic(flow.source, "orders")
-    consumer = clients.consumer(env.east, group)
-    consumer.subscribe([remote])
-    try:
-        while not consumer.assignment():
-            consumer.poll(0.2)
-        consumer.commit(offsets=[TopicPartition(remote, 0, 1)], asynchronous=False)
-        code, _, err = cli(env.path, "failover", *flow_args, "--group", group, "--apply")
+    with active_member(env.east, group, remote, committed=1):
+        code, _, err = cli(
+            env.path, "failover", "--source", flow.source, "--target", flow.target, "--group", group, "--apply"
+        )
         assert code == 1
         assert err.startswith(f"error: nothing written for 1 group(s): {group}: refused: active on {flow.target}")
         assert committed_on(env.east, group) == {(remote, 0): 1}
-    finally:
-        consumer.close()
 
 
 @pytest.fixture
