@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-unit lint lock clean
+.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-unit lint lock clean bench bench-quick
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -71,6 +71,16 @@ demo: kafka-up  ## install, start the local clusters, run the first flow end to 
 
 airflow: kafka-up  ## the Airflow UI with the flows' DAGs: airflow standalone on http://127.0.0.1:8080
 	$(BIN)/python -m srm.airflow.local standalone
+
+# --- benchmarks (never part of a test's verdict; bench/REPORT.md) -------------------------------
+BENCH_OUT ?= bench
+BENCH_QUICK_OUT ?= .local/bench-quick
+
+bench: kafka-up  ## every benchmark vs MirrorMaker 2 and the brokers' limit (~45 min): bench/REPORT.md + results.json
+	$(BIN)/python -m bench.run --preset full --out $(BENCH_OUT)
+
+bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check they run: .local/bench-quick/REPORT.md
+	$(BIN)/python -m bench.run --preset quick --out $(BENCH_QUICK_OUT)
 
 test: install jars lint  ## install and run the whole test suite (lint, types, unit, integration)
 	$(BIN)/pytest

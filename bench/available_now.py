@@ -6,8 +6,9 @@
 Fills a fresh topic on the first flow's source with Kafka's own ProducerPerformance, then times
 ``spark-submit spark/replicate.py --mode available-now`` for a flow that admits only that topic
 (fresh cluster aliases, so nothing else is copied and no earlier progress applies). Prints and
-returns the figures: the job's wall time (Spark start included) and the copy batch's own time
-from its log line, with records/s and MB/s for both.
+returns the figures: the job's wall time (Spark start included), the copy batch's own time from
+its log line, and the copy time from the first record visible on the target to the last (the
+figure MirrorMaker 2 is measured by too, bench.watch), with records/s and MB/s.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from bench.usage import Usage
+from bench.watch import POLL_S, TargetWatch
 from srm import clients
 from srm.config import load_config
 from srm.jvm import kafka_command
@@ -32,6 +34,7 @@ from srm.sparkapp import spark_submit_command, submit_environment
 from srm.topics import ensure_topic
 
 BATCH_LINE = re.compile(r"batch \d+: (\d+) record\(s\), ([\d.]+) MiB from \d+ of \d+ partition\(s\) in ([\d.]+) s")
+PHASES = re.compile(r"batch \d+: .* records/s; ([^)]*)\)")
 
 
 def fill(bootstrap: str, topic: str, records: int, size: int) -> float:
@@ -81,18 +84,31 @@ def flow_config(base: Path, tmp: Path, topic: str, exactly_once: bool, tasks: in
     return path, source, target
 
 
-def run(base: Path, records: int, size: int, partitions: int, *, exactly_once: bool, tasks: int) -> dict[str, Any]:
+def run(
+    base: Path,
+    records: int,
+    size: int,
+    partitions: int,
+    *,
+    exactly_once: bool,
+    tasks: int,
+    spark_conf: dict[str, str] | None = None,
+) -> dict[str, Any]:
     config = load_config(base)
-    source_cluster = config.cluster(config.enabled_flows()[0].source)
+    flow = config.enabled_flows()[0]
+    source_cluster = config.cluster(flow.source)
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source_cluster), topic, partitions)
     fill_s = fill(source_cluster.bootstrap_servers or "", topic, records, size)
     with tempfile.TemporaryDirectory() as tmp:
         path, source, target = flow_config(base, Path(tmp), topic, exactly_once, tasks)
         command = spark_submit_command(
-            "replicate.py", ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)]
+            "replicate.py",
+            ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)],
+            conf=spark_conf,
         )
         started = time.monotonic()
+        watch = TargetWatch(config.cluster(flow.target), {f"{source}.{topic}": partitions}, records)
         process = subprocess.Popen(
             command, env=submit_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
@@ -100,6 +116,8 @@ def run(base: Path, records: int, size: int, partitions: int, *, exactly_once: b
         output, _ = process.communicate()
         wall = time.monotonic() - started
         used = usage.finish()
+        time.sleep(2 * POLL_S)  # the watch's last poll
+        watch.stop()
     if process.returncode != 0:
         raise SystemExit(f"replication failed:\n{output[-3000:]}")
     # spark-submit merges the Python driver's stderr into the JVM's stdout.
@@ -121,6 +139,8 @@ def run(base: Path, records: int, size: int, partitions: int, *, exactly_once: b
         "job_mb_per_s": round(mib * 1.048576 / wall, 1),
         "batch_records_per_s": round(copied / batch_s) if batch_s else None,
         "batch_mb_per_s": round(mib * 1.048576 / batch_s, 1) if batch_s else None,
+        "batch_phases": PHASES.findall(output),
+        **watch.figures(records, size),
         **used,
     }
 

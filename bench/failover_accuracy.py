@@ -7,7 +7,7 @@ position on each partition; MirrorMaker 2 (defaults, checkpoints every second) a
 (replicate available-now, one checkpoint pass) each replicate it and write checkpoints. A consumer
 that starts on the target at a checkpoint's downstream offset first reads the record with source
 offset S; the group had committed U: it re-reads U - S records if S < U and skips S - U if S > U.
-Prints and writes ``bench/failover_accuracy.json``.
+Prints the figures as JSON (``bench.run`` puts them in the report).
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from srm.jvm import kafka_command
 from srm.records import Checkpoint
 from srm.sparkapp import spark_submit_command, submit_environment
 from srm.topics import ensure_topic, partition_counts, read_to_end
-
-HERE = Path(__file__).parent
 
 
 def fill(cluster: Cluster, topic: str, partitions: int, per_partition: int) -> None:
@@ -145,33 +143,37 @@ def run_ours(config_path: Path, target: Cluster, topic: str, group: str) -> tupl
     return f"{src}.{topic}", checkpoints(target, f"{src}.checkpoints.internal", group)
 
 
+def run(config_path: Path, per_partition: int, partitions: int) -> dict[str, Any]:
+    config = load_config(config_path)
+    flow = config.enabled_flows()[0]
+    source, target = config.cluster(flow.source), config.cluster(flow.target)
+    topic, group = f"bench-fo-{uuid.uuid4().hex[:8]}", f"bench-fo-group-{uuid.uuid4().hex[:6]}"
+    ensure_topic(clients.admin_client(source), topic, partitions)
+    fill(source, topic, partitions, per_partition)
+    committed = {p: (p * 1237 + 37) % per_partition for p in range(partitions)}
+    consumer = clients.consumer(source, group)
+    from confluent_kafka import TopicPartition
+
+    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False)
+    consumer.close()
+    mm2_found = run_mm2(source, target, topic, group, partitions)
+    ours_remote, ours_found = run_ours(config_path, target, topic, group)
+    return {
+        "per_partition": per_partition,
+        "partitions": partitions,
+        "committed": committed,
+        "mirrormaker2": score(target, run_mm2.remote, committed, mm2_found),  # type: ignore[attr-defined]
+        "ours": score(target, ours_remote, committed, ours_found),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="conf/srm.yaml")
     parser.add_argument("--per-partition", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=8)
     args = parser.parse_args()
-    config = load_config(args.config)
-    flow = config.enabled_flows()[0]
-    source, target = config.cluster(flow.source), config.cluster(flow.target)
-    topic, group = f"bench-fo-{uuid.uuid4().hex[:8]}", f"bench-fo-group-{uuid.uuid4().hex[:6]}"
-    ensure_topic(clients.admin_client(source), topic, args.partitions)
-    fill(source, topic, args.partitions, args.per_partition)
-    committed = {p: (p * 1237 + 37) % args.per_partition for p in range(args.partitions)}
-    consumer = clients.consumer(source, group)
-    from confluent_kafka import TopicPartition
-
-    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False)
-    consumer.close()
-    mm2_found = run_mm2(source, target, topic, group, args.partitions)
-    ours_remote, ours_found = run_ours(Path(args.config), target, topic, group)
-    result = {
-        "command": f"python -m bench.failover_accuracy --per-partition {args.per_partition}",
-        "committed": committed,
-        "mirrormaker2": score(target, run_mm2.remote, committed, mm2_found),  # type: ignore[attr-defined]
-        "ours": score(target, ours_remote, committed, ours_found),
-    }
-    (HERE / "failover_accuracy.json").write_text(json.dumps(result, indent=2))
+    result = run(Path(args.config), args.per_partition, args.partitions)
     print(json.dumps({k: v for k, v in result.items() if k != "committed"}, indent=2))
 
 

@@ -6,33 +6,28 @@ For each tool: a fresh topic on the first flow's source, the replicator started 
 then a producer writes ``--rate`` records/s for ``--seconds`` while a consumer on the target reads
 the remote topic; a record's latency is the time it is read on the target minus its CreateTime
 (both on this machine's clock; the replicators keep CreateTime). Prints p50/p95/p99/max per tool
-as JSON and writes ``bench/latency.json``.
+as JSON (``bench.run`` puts them in the report).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import subprocess
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.available_now import flow_config
-from bench.mm2 import mm2_properties
+from bench import replicators
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
-from srm.jvm import kafka_command
-from srm.sparkapp import spark_submit_command, submit_environment
 from srm.topics import ensure_topic, partition_counts
 
-HERE = Path(__file__).parent
 WARMUP_TIMEOUT_S = 120.0
 
 
@@ -80,16 +75,22 @@ def percentiles(values: list[float]) -> dict[str, float]:
     return {"records": len(ordered), "p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99), "max_ms": ordered[-1]}
 
 
-def run_with(start: Any, source: Cluster, target: Cluster, remote_of: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Start a replicator, warm it up with one record, then measure a steady load."""
+def run_with(
+    start: Callable[[str], tuple[subprocess.Popen[bytes], str]],
+    source: Cluster,
+    target: Cluster,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Start a replicator for a fresh topic, warm it up with one record, then measure a steady load."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source), topic, args.partitions)
-    process = start(topic)
+    process, alias = start(topic)
+    remote = f"{alias}.{topic}"
     try:
         producer = clients.producer(source)
         producer.produce(topic, value=b"warm", partition=0)
         producer.flush(10)
-        if not measure(target, remote_of(topic), 1, WARMUP_TIMEOUT_S):
+        if not measure(target, remote, 1, WARMUP_TIMEOUT_S):
             raise SystemExit(f"the replicator copied nothing within {WARMUP_TIMEOUT_S:.0f} s")
         stop = threading.Event()
         results: dict[str, int] = {}
@@ -97,56 +98,48 @@ def run_with(start: Any, source: Cluster, target: Cluster, remote_of: Any, args:
             target=lambda: results.update(sent=produce_steadily(source, topic, args.rate, args.seconds, stop))
         )
         feeder.start()
-        latencies = measure(target, remote_of(topic), args.rate * args.seconds + 1, args.seconds + 60)
+        latencies = measure(target, remote, args.rate * args.seconds + 1, args.seconds + 60)
         stop.set()
         feeder.join()
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(60)
+        replicators.stop(process)
     return percentiles(latencies[1:]) | {"sent": results.get("sent", 0)}
 
 
-def main() -> None:
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    config = load_config(args.config)
+    flow = config.enabled_flows()[0]
+    source, target = config.cluster(flow.source), config.cluster(flow.target)
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        return {
+            "rate": args.rate,
+            "seconds": args.seconds,
+            "partitions": args.partitions,
+            "record_size": 100,
+            "ours_exactly_once": run_with(
+                lambda topic: replicators.ours(Path(args.config), workdir, topic), source, target, args
+            ),
+            "mirrormaker2": run_with(
+                lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=args.partitions),
+                source,
+                target,
+                args,
+            ),
+        }
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="conf/srm.yaml")
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--partitions", type=int, default=8)
-    args = parser.parse_args()
-    config = load_config(args.config)
-    flow = config.enabled_flows()[0]
-    source, target = config.cluster(flow.source), config.cluster(flow.target)
-    with tempfile.TemporaryDirectory() as tmp:
-        logs = Path(tmp)
+    return parser.parse_args(argv)
 
-        def ours(topic: str) -> subprocess.Popen[bytes]:
-            path, src, tgt = flow_config(Path(args.config), logs, topic, True, 2)
-            ours.alias = src  # type: ignore[attr-defined]
-            command = spark_submit_command(
-                "replicate.py", ["--source", src, "--target", tgt, "--mode", "continuous", "--config", str(path)]
-            )
-            out = (logs / "ours.log").open("w")
-            return subprocess.Popen(
-                command, env=submit_environment(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
 
-        def mm2(topic: str) -> subprocess.Popen[bytes]:
-            alias = f"ls{uuid.uuid4().hex[:6]}"
-            mm2.alias = alias  # type: ignore[attr-defined]
-            props = logs / "mm2.properties"
-            servers = {alias: source.bootstrap_servers or "", f"lt{alias}": target.bootstrap_servers or ""}
-            props.write_text(mm2_properties(servers, topic, args.partitions))
-            out = (logs / "mm2.log").open("w")
-            command = kafka_command("org.apache.kafka.connect.mirror.MirrorMaker", str(props), heap="1g")
-            return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-        result = {
-            "command": f"python -m bench.latency --rate {args.rate} --seconds {args.seconds}",
-            "ours_exactly_once": run_with(ours, source, target, lambda t: f"{ours.alias}.{t}", args),  # type: ignore[attr-defined]
-            "mirrormaker2": run_with(mm2, source, target, lambda t: f"{mm2.alias}.{t}", args),  # type: ignore[attr-defined]
-        }
-    (HERE / "latency.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
+def main() -> None:
+    print(json.dumps(run(arguments()), indent=2))
 
 
 if __name__ == "__main__":

@@ -25,13 +25,11 @@ from typing import Any
 
 from bench.available_now import fill
 from bench.usage import Usage
+from bench.watch import POLL_S, TargetWatch
 from srm import clients
 from srm.config import load_config
-from srm.errors import SrmError
 from srm.jvm import kafka_command
-from srm.topics import ensure_topic, list_offsets, partition_counts
-
-POLL_S = 0.2
+from srm.topics import ensure_topic
 
 
 def mm2_properties(servers: dict[str, str], topic: str, tasks: int) -> str:
@@ -57,16 +55,6 @@ def mm2_properties(servers: dict[str, str], topic: str, tasks: int) -> str:
     )
 
 
-def remote_records(admin: Any, topic: str, partitions: int) -> int:
-    if partition_counts(admin).get(topic) != partitions:
-        return 0
-    try:
-        ends = list_offsets(admin, [(topic, p) for p in range(partitions)], "latest")
-    except SrmError:  # just created: leaders are still being elected
-        return 0
-    return sum(ends.values())  # MM2 writes without transactions: end offsets count records
-
-
 def run(base: Path, records: int, size: int, partitions: int, timeout_s: float = 900) -> dict[str, Any]:
     config = load_config(base)
     flow = config.enabled_flows()[0]
@@ -77,7 +65,6 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
     token = uuid.uuid4().hex[:6]
     source, target = f"ms{token}", f"mt{token}"  # fresh aliases: fresh MM2 internal topics
     remote = f"{source}.{topic}"
-    target_admin = clients.admin_client(target_cluster)
     with tempfile.TemporaryDirectory() as tmp:
         props = Path(tmp) / "mm2.properties"
         props.write_text(
@@ -90,28 +77,20 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
         command = kafka_command("org.apache.kafka.connect.mirror.MirrorMaker", str(props), heap="1g")
         log = Path(tmp) / "mm2.log"
         with log.open("w") as out:
-            started = time.monotonic()
+            watch = TargetWatch(target_cluster, {remote: partitions}, records)
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             usage = Usage(process)
-            first = None
             try:
-                while True:
-                    copied = remote_records(target_admin, remote, partitions)
-                    now = time.monotonic()
-                    if copied and first is None:
-                        first = now
-                    if copied >= records:
-                        break
-                    if process.poll() is not None or now - started > timeout_s:
-                        raise SystemExit(f"MM2 copied {copied} of {records}:\n{log.read_text()[-3000:]}")
+                while watch.done is None:
+                    if process.poll() is not None or time.monotonic() - watch.started > timeout_s:
+                        raise SystemExit(f"MM2 copied {watch.seen} of {records}:\n{log.read_text()[-3000:]}")
                     time.sleep(POLL_S)
-                wall = time.monotonic() - started
             finally:
+                watch.stop()
                 os.killpg(process.pid, signal.SIGTERM)
                 process.wait(60)
                 used = usage.finish()
-    copy_s = wall - ((first or started) - started)
-    mb = records * size / 1e6
+    wall = (watch.done or time.monotonic()) - watch.started
     return {
         "tool": "mirrormaker2",
         "records": records,
@@ -120,10 +99,8 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
         "tasks_max": partitions,
         "fill_seconds": round(fill_s, 2),
         "job_seconds": round(wall, 2),
-        "copy_seconds": round(copy_s, 2),
         "job_records_per_s": round(records / wall),
-        "copy_records_per_s": round(records / copy_s) if copy_s else None,
-        "copy_mb_per_s": round(mb / copy_s, 1) if copy_s else None,
+        **watch.figures(records, size),
         **used,
     }
 

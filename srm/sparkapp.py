@@ -150,8 +150,11 @@ def user_error(exc: BaseException) -> SrmError:
     return ReplicationError(text.splitlines()[0] if text else type(exc).__name__)
 
 
-def spark_submit_command(script: str, args: list[str], master: str | None = None) -> list[str]:
-    """The ``spark-submit`` call for a job of ``spark/`` with this interpreter's pyspark."""
+def spark_submit_command(
+    script: str, args: list[str], master: str | None = None, conf: dict[str, str] | None = None
+) -> list[str]:
+    """The ``spark-submit`` call for a job of ``spark/`` with this interpreter's pyspark (``conf``:
+    more Spark settings, e.g. the Python worker profiler)."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
@@ -166,6 +169,7 @@ def spark_submit_command(script: str, args: list[str], master: str | None = None
         f"spark.pyspark.driver.python={sys.executable}",
         "--conf",
         "spark.ui.showConsoleProgress=false",
+        *(arg for key, value in (conf or {}).items() for arg in ("--conf", f"{key}={value}")),
         "--driver-java-options",
         f"-Dlog4j2.configurationFile={project_root() / 'conf' / 'jvm' / 'spark-log4j2.properties'}",
         str(project_root() / "spark" / script),

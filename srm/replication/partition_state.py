@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 from srm.replication.job import CopyRange, PartitionResult
 from srm.replication.runs import RunTracker
 
 
-@dataclass
+@dataclass(eq=False)  # identity: the copy loop keys dicts by state
 class PartitionState:
     range: CopyRange
     result: PartitionResult
@@ -19,9 +18,13 @@ class PartitionState:
     blocked: bool = False  # data loss under on_data_loss=fail: neither copy nor commit
     done: bool = False
     tracker: RunTracker = field(default_factory=RunTracker)
-    # Source offsets of records produced but not yet acknowledged, in produce order: a
-    # transactional/idempotent producer acknowledges one partition's records in order.
-    pending: deque[int] = field(default_factory=deque)
+    # The records produced since the last commit, in produce order: their source offsets, their
+    # CreateTimes (of those that have one) and the target offsets acknowledged so far (a
+    # transactional/idempotent producer acknowledges one partition's records in order, so
+    # acked[i] belongs to produced[i]).
+    produced: list[int] = field(default_factory=list)
+    stamps: list[int] = field(default_factory=list)
+    acked: list[int] = field(default_factory=list)
 
     @property
     def target(self) -> tuple[str, int]:

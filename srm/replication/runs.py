@@ -13,7 +13,9 @@ is where downstream - upstream can change) and for the last record of a transact
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from itertools import islice
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,33 @@ class RunTracker:
             self._close()
         self._first = self._last = (source_offset, target_offset)
         self._length = 1
+
+    def extend(self, sources: list[int], targets: list[int]) -> None:
+        """``add`` for aligned lists of pairs, in O(runs x log n) Python steps instead of O(n): a
+        slice whose first and last pairs are as far apart as its length on both sides is a
+        run, because both sides strictly increase (checked at C speed)."""
+        if len(sources) != len(targets):
+            raise ValueError(f"{len(sources)} source offsets but {len(targets)} target offsets")
+        if not sources:
+            return
+        for side, offsets in (("source", sources), ("target", targets)):
+            if not all(map(operator.lt, offsets, islice(offsets, 1, None))):
+                raise ValueError(f"{side} offsets must increase")
+        todo = [(0, len(sources) - 1)]
+        while todo:
+            lo, hi = todo.pop()
+            if sources[hi] - sources[lo] == hi - lo and targets[hi] - targets[lo] == hi - lo:
+                self._extend_run(sources[lo], targets[lo], hi - lo + 1)
+            else:
+                mid = (lo + hi) // 2
+                todo += [(mid + 1, hi), (lo, mid)]  # the lower half first: pairs stay in order
+
+    def _extend_run(self, source_first: int, target_first: int, length: int) -> None:
+        """Add ``length`` consecutive pairs starting at (source_first, target_first)."""
+        self.add(source_first, target_first)
+        if length > 1:
+            self._length += length - 1
+            self._last = (source_first + length - 1, target_first + length - 1)
 
     def _close(self) -> None:
         if self._first is not None:

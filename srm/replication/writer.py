@@ -97,47 +97,50 @@ class TargetWriter:
         self.by_target = {s.target: s for s in states}
 
     # --- records -----------------------------------------------------------------------------
-    def produce(self, state: PartitionState, message: Any, value_size: int) -> None:
-        if self.exactly_once and not self.in_transaction:
+    def produce(self, state: PartitionState, message: Any, offset: int, timestamp: int) -> int:
+        """Write one source record to the same partition of the target, CreateTime kept (the
+        copy loop's per-record path: keep it lean, see bench/REPORT.md "Profile"). Returns the value's size."""
+        value = message.value()
+        value_size = len(value) if value else 0
+        if not self.in_transaction and self.exactly_once:
             self._begin()
-        state.pending.append(message.offset())
-        kwargs = {"key": message.key(), "partition": state.range.partition, "headers": message.headers()}
-        timestamp = message.timestamp()[1]
-        if timestamp > 0:
-            kwargs["timestamp"] = timestamp
+        r = state.range
         while True:
             try:
-                self.producer.produce(state.range.target_topic, message.value(), **kwargs)
+                self.producer.produce(
+                    r.target_topic,
+                    value,
+                    key=message.key(),
+                    partition=r.partition,
+                    timestamp=timestamp if timestamp > 0 else 0,  # 0: now, for a record without one
+                    headers=message.headers(),
+                )
                 break
             except BufferError:  # local queue full: let delivery reports drain it
                 self.producer.poll(0.05)
             except Exception as exc:
-                state.pending.pop()
-                raise self._record_error(exc, state, message.offset(), value_size) from None
+                raise self._record_error(exc, state, offset, value_size) from None
+        state.produced.append(offset)
+        if timestamp > 0:
+            state.stamps.append(timestamp)
         self.chunk_records += 1
         self.chunk_bytes += value_size
+        return value_size
 
     def on_delivery(self, error: Any, message: Any) -> None:
         state = self.by_target.get((message.topic(), message.partition()))
         if state is None:
             return  # the history record or an MM2 sync
-        source_offset = state.pending.popleft()
-        if error is not None:
-            # A broker rejects a whole batch of records at once: name the largest one, which for
-            # "record too large" is the culprit.
-            size = len(message.value() or b"")
-            if self.error is None or size > self.error[3]:
-                self.error = (error, state, source_offset, size)
+        if error is None:
+            state.acked.append(message.offset())
             return
-        target_offset = message.offset()
-        state.tracker.add(source_offset, target_offset)
-        result = state.result
-        if result.target_first < 0:
-            result.target_first = target_offset
-        result.target_last = target_offset
-        timestamp = message.timestamp()[1]
-        if timestamp > 0:
-            result.latency.add(time.time() * 1000 - timestamp)
+        # A broker rejects a whole batch of records at once: name the largest one, which for
+        # "record too large" is the culprit.
+        source_offset = state.produced[len(state.acked)]
+        state.acked.append(-1)  # keeps acked[i] aligned with produced[i]; the commit fails
+        size = len(message.value() or b"")
+        if self.error is None or size > self.error[3]:
+            self.error = (error, state, source_offset, size)
 
     def chunk_full(self) -> bool:
         if not self.chunk_records:
@@ -173,9 +176,14 @@ class TargetWriter:
             self.abort()
             raise self._api_error(exc, "committing a transaction") from None
         self.in_transaction = False
+        # Latency: from a record's CreateTime until it is visible on the target, which for a
+        # read_committed consumer is the commit (at-least-once: the acknowledgement before it).
+        visible_ms = time.time() * 1000
         for state in dirty:
             state.committed = state.next_offset
             state.result.transactions += 1
+            state.result.latency.add_ages(visible_ms, state.stamps)
+            state.stamps.clear()
         self.chunk_records = self.chunk_bytes = 0
 
     def _begin(self) -> None:
@@ -201,6 +209,14 @@ class TargetWriter:
     def _history(self, state: PartitionState) -> Any:
         from confluent_kafka import TopicPartition
 
+        if state.acked:
+            state.tracker.extend(state.produced, state.acked)
+            result = state.result
+            if result.target_first < 0:
+                result.target_first = state.acked[0]
+            result.target_last = state.acked[-1]
+            state.produced.clear()
+            state.acked.clear()
         runs = state.tracker.finish()
         state.result.runs.extend((r.source_first, r.target_first, r.length) for r in runs)
         record = OffsetRunsRecord(

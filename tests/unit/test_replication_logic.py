@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from srm.errors import DataLossError, ReplicationError
@@ -35,6 +37,28 @@ def test_offsets_must_increase() -> None:
     tracker.add(5, 5)
     with pytest.raises(ValueError, match="offsets must increase"):
         tracker.add(5, 6)
+
+
+def test_extend_in_bulk_finds_the_same_runs_as_adding_one_by_one() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        pairs, source, target = [], rng.randint(0, 50), rng.randint(0, 50)
+        for _ in range(rng.randint(1, 300)):
+            pairs.append((source, target))
+            source += 1 if rng.random() < 0.9 else rng.randint(2, 5)
+            target += 1 if rng.random() < 0.95 else rng.randint(2, 3)
+        cut = rng.randint(0, len(pairs))  # two calls: a run may continue across them
+        tracker = RunTracker()
+        for part in (pairs[:cut], pairs[cut:]):
+            tracker.extend([s for s, _ in part], [t for _, t in part])
+        assert [(r.source_first, r.target_first, r.length) for r in tracker.finish()] == runs_of(pairs)
+
+
+def test_extend_rejects_offsets_that_do_not_increase() -> None:
+    with pytest.raises(ValueError, match="target offsets must increase"):
+        RunTracker().extend([1, 2, 3], [5, 4, 6])
+    with pytest.raises(ValueError, match="2 source offsets but 1 target"):
+        RunTracker().extend([1, 2], [5])
 
 
 def test_finish_forgets_and_restarts() -> None:
@@ -118,6 +142,19 @@ def test_latency_stats() -> None:
     summary = stats.summary("latency")
     assert summary == {"latency_min_ms": 1.0, "latency_avg_ms": 50.5, "latency_max_ms": 100.0, "latency_p99_ms": 99.0}
     assert LatencyStats().summary("x")["x_p99_ms"] is None
+
+
+def test_latency_stats_in_bulk() -> None:
+    stats = LatencyStats()
+    stats.add_ages(1000.0, [999 - v for v in range(100)])  # ages 1..100
+    assert stats.summary("age") == {"age_min_ms": 1.0, "age_avg_ms": 50.5, "age_max_ms": 100.0, "age_p99_ms": 99.0}
+    # Past the sample's size the reservoir still follows the distribution: 100,000 ages of 0..999 ms.
+    big = LatencyStats()
+    for start in range(0, 100_000, 7_000):
+        big.add_ages(10_000.0, [10_000 - (v % 1000) for v in range(start, min(start + 7_000, 100_000))])
+    assert big.count == 100_000 and big.minimum == 0 and big.maximum == 999
+    assert 975 <= (big.percentile(99) or 0) <= 999
+    assert 450 <= (big.percentile(50) or 0) <= 550
 
 
 def test_user_error_finds_our_error_inside_spark_output() -> None:

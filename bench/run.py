@@ -1,0 +1,168 @@
+"""Every benchmark side by side in one run: ``make bench`` (full) and ``make bench-quick``.
+
+    .venv/bin/python -m bench.run [--preset full|quick] [--out bench] [--config conf/srm.yaml]
+
+On the local clusters of the config's first flow (``make kafka-up``): throughput (the brokers'
+limit, MirrorMaker 2, ours with exactly-once on and off), latency under a steady producer,
+failover accuracy, scale (partitions, topics, time to replicate a new topic) and a profile of
+the copy tasks. Writes ``<out>/results.json`` (every figure and run, the commands, versions,
+the machine), ``<out>/REPORT.md`` and ``<out>/throughput_latency.png``. ``full`` is what
+bench/REPORT.md holds (about 45 minutes here); ``quick`` runs every part on small inputs in about
+8 minutes, to check the benchmarks work, not to quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from bench import copy_profile, failover_accuracy, latency, report, scale, throughput
+from srm.config import load_config
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "full": {
+        "throughput": {"records": 1_000_000, "sizes": [1024, 100], "partitions": 8, "repeat": 3},
+        "latency": {"rate": 5000, "seconds": 60, "partitions": 8},
+        "failover": {"per_partition": 10_000, "partitions": 8},
+        "scale": {"partitions": [1, 8, 64], "records": 200_000, "topics": [1, 100, 500], "per_topic": 200},
+        "profile": {"records": 300_000, "size": 100, "partitions": 8},
+    },
+    "quick": {
+        "throughput": {"records": 20_000, "sizes": [1024, 100], "partitions": 4, "repeat": 1},
+        "latency": {"rate": 500, "seconds": 10, "partitions": 2},
+        "failover": {"per_partition": 1000, "partitions": 4},
+        "scale": {"partitions": [1, 4], "records": 10_000, "topics": [1, 5], "per_topic": 20},
+        "profile": {"records": 20_000, "size": 100, "partitions": 4},
+    },
+}
+KAFKA_VERSION = "4.3.1"  # conf/jvm/kafka/pom.xml
+
+
+def machine() -> dict[str, Any]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor() or "unknown CPU",
+    )
+    memory_kib = next(
+        int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if "MemTotal" in line
+    )
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_kib / 2**20),
+        "arch": platform.machine(),
+        "kernel": platform.release(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+    }
+
+
+def versions() -> dict[str, str]:
+    import confluent_kafka
+
+    found = {name: version(name) for name in ("pyspark", "confluent-kafka", "apache-airflow", "deltalake")}
+    return found | {"librdkafka": confluent_kafka.libversion()[0], "kafka": KAFKA_VERSION}
+
+
+def command(module: str, options: dict[str, Any]) -> str:
+    """The command that measures one part alone with the same inputs."""
+    flags = []
+    for key, value in options.items():
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        flags += [f"--{key.replace('_', '-')}", text]
+    return f".venv/bin/python -m bench.{module} {shlex.join(flags)}"
+
+
+def findings(results: dict[str, Any]) -> list[str]:
+    """One line per question the benchmarks answer, with the ratios."""
+    lines = []
+    for size, s in results["throughput"]["summary"].items():
+        lines.append(
+            f"- Throughput, {size} B records: ours (exactly once) / MirrorMaker 2 = **{s['eos_on_vs_mm2']}**, "
+            f"ours / limit = **{s['eos_on_vs_limit']}** (MM2 / limit = {s['mm2_vs_limit']}; at least once: "
+            f"ours / MM2 = {s['eos_off_vs_mm2']})."
+        )
+    lat = results["latency"]
+    ours, theirs = lat["ours_exactly_once"], lat["mirrormaker2"]
+    lines.append(
+        f"- Latency at {lat['rate']:,} records/s: p50 ours {ours['p50_ms']:,.0f} ms vs MirrorMaker 2 "
+        f"{theirs['p50_ms']:,.0f} ms, p99 {ours['p99_ms']:,.0f} vs {theirs['p99_ms']:,.0f} ms "
+        f"(ours / MM2 at p50 = **{ours['p50_ms'] / max(theirs['p50_ms'], 1):.1f}**)."
+    )
+    fo = results["failover"]
+    lines.append(
+        f"- Failover: MirrorMaker 2's checkpoints make the group re-read {fo['mirrormaker2']['re_read']:,} and skip "
+        f"{fo['mirrormaker2']['skipped']:,} records; ours re-read {fo['ours']['re_read']:,} and skip "
+        f"{fo['ours']['skipped']:,}."
+    )
+    for row in results["scale"]["partitions"]:
+        lines.append(f"- Scale, {row['partitions']} partition(s): ours / MirrorMaker 2 = {row['ours_vs_mm2']}.")
+    for row in results["scale"]["topics"]:
+        lines.append(
+            f"- Scale, {row['topics']} topic(s): ours / MirrorMaker 2 = {row['ours_vs_mm2']}; a new topic's first "
+            f"record on the target after {report.secs(row['ours']['new_topic_seconds'])} (ours) and "
+            f"{report.secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
+        )
+    shares = results["profile"]["shares"]
+    top = next(iter(shares))
+    lines.append(f"- Profile of the copy tasks (100 B records): the largest share is {top} ({shares[top]:.0%}).")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="full")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent)
+    parser.add_argument("--config", type=Path, default=Path("conf/srm.yaml"))
+    args = parser.parse_args()
+    p = PRESETS[args.preset]
+    flow = load_config(args.config).enabled_flows()[0]
+    started = time.monotonic()
+    results: dict[str, Any] = {
+        "command": "python -m bench.run " + shlex.join(sys.argv[1:]),
+        "preset": args.preset,
+        "source": flow.source,
+        "target": flow.target,
+        "json": "results.json",
+        "machine": machine(),
+        "versions": versions(),
+    }
+    steps: tuple[tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
+        ("throughput", "throughput", lambda o: throughput.measure(args.config, tasks=2, **o)),
+        ("latency", "latency", lambda o: latency.run(argparse.Namespace(config=args.config, **o))),
+        (
+            "failover",
+            "failover_accuracy",
+            lambda o: failover_accuracy.run(args.config, o["per_partition"], o["partitions"]),
+        ),
+        ("scale", "scale", lambda o: scale.measure(args.config, **o)),
+        ("profile", "copy_profile", lambda o: copy_profile.measure(args.config, **o)),
+    )
+    for number, (key, module, measure) in enumerate(steps, 1):
+        print(f"[{number}/{len(steps)}] {key} ({time.monotonic() - started:.0f} s so far)", flush=True)
+        began = time.monotonic()
+        results[key] = {"command": command(module, p[key]), **measure(p[key])}
+        results[key]["step_seconds"] = round(time.monotonic() - began)
+        throughput.drop_bench_topics(args.config)
+    results["findings"] = findings(results)
+    results["seconds"] = round(time.monotonic() - started)
+    results["finished"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    report.write(results, args.out)
+    print(f"wrote {args.out / 'REPORT.md'}, {args.out / 'results.json'} and {args.out / report.PLOT}", flush=True)
+    print("\n".join(results["findings"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Scale: more partitions, more topics, and how soon a new topic is replicated.
+
+    .venv/bin/python -m bench.scale [--partitions 1,8,64] [--records 200000] [--topics 1,100,500] \\
+        [--per-topic 200]
+
+Partitions: one topic of P partitions holding ``--records`` records of 1 KiB, copied by
+MirrorMaker 2 (defaults, ``tasks.max`` = P) and by our job in available-now mode (exactly once,
+2 tasks); records/s from the first record visible on the target to the last (bench.watch).
+
+Topics: T topics of one partition with ``--per-topic`` records of 100 B each, both replicators in
+continuous mode on a pattern admitting them (MM2 ``tasks.max`` = min(T, 8)); records/s from the
+first record visible on the target to the last. Then, with the replicator still running, a new
+topic matching the pattern is created and one record written to it: the seconds from creating the
+topic until that record is visible on the target. MM2 looks for new topics every
+``refresh.topics.interval.seconds`` (default 600 s, which alone would decide this figure): it
+runs here with 5 s, ours plans at every trigger (1 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench import available_now, mm2, replicators
+from bench.watch import POLL_S, TargetWatch, visible_records
+from srm import clients
+from srm.config import load_config
+from srm.config.model import Cluster
+from srm.topics import ensure_topic
+
+MM2_REFRESH = ("refresh.topics.interval.seconds = 5",)
+CATCH_UP_TIMEOUT_S = 600.0
+NEW_TOPIC_TIMEOUT_S = 120.0
+
+
+def by_partitions(config_path: Path, partitions: int, records: int) -> dict[str, Any]:
+    print(f"  {partitions} partition(s): mirrormaker 2", flush=True)
+    theirs = mm2.run(config_path, records, 1024, partitions)
+    print(f"  {partitions} partition(s): ours", flush=True)
+    mine = available_now.run(config_path, records, 1024, partitions, exactly_once=True, tasks=2)
+    return {
+        "partitions": partitions,
+        "records": records,
+        "record_size": 1024,
+        "mirrormaker2": theirs,
+        "ours": mine,
+        "ours_vs_mm2": ratio(mine["copy_records_per_s"], theirs["copy_records_per_s"]),
+    }
+
+
+def ratio(ours: float | None, theirs: float | None) -> float | None:
+    return round(ours / theirs, 2) if ours and theirs else None
+
+
+def fill_topics(source: Cluster, names: list[str], per_topic: int) -> None:
+    admin = clients.admin_client(source)
+    for name in names:
+        ensure_topic(admin, name, 1)
+    producer = clients.producer(source, **{"linger.ms": 20})
+    for name in names:
+        for _ in range(per_topic):
+            producer.produce(name, value=b"s" * 100)
+        producer.poll(0)
+    producer.flush(60)
+
+
+def new_topic_seconds(source: Cluster, target: Cluster, name: str, remote: str) -> float | None:
+    """Seconds from creating ``name`` (and writing one record) until the record is on the target."""
+    admin, target_admin = clients.admin_client(source), clients.admin_client(target)
+    started = time.monotonic()
+    ensure_topic(admin, name, 1)
+    producer = clients.producer(source)
+    producer.produce(name, value=b"new")
+    producer.flush(30)
+    while time.monotonic() - started < NEW_TOPIC_TIMEOUT_S:
+        if visible_records(target_admin, {remote: 1}) >= 1:
+            return round(time.monotonic() - started, 2)
+        time.sleep(POLL_S)
+    return None
+
+
+def by_topics(config_path: Path, topics: int, per_topic: int, tool: str) -> dict[str, Any]:
+    config = load_config(config_path)
+    flow = config.enabled_flows()[0]
+    source, target = config.cluster(flow.source), config.cluster(flow.target)
+    prefix = f"bench-scale-{uuid.uuid4().hex[:6]}-"
+    names = [f"{prefix}{i:04d}" for i in range(topics)]
+    fill_topics(source, names, per_topic)
+    records = topics * per_topic
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        if tool == "ours":
+            process, alias = replicators.ours(config_path, workdir, f"{prefix}.*")
+        else:
+            process, alias = replicators.mirrormaker2(
+                source, target, workdir, f"{prefix}.*", tasks=min(topics, 8), extra=MM2_REFRESH
+            )
+        try:
+            watch = TargetWatch(target, {f"{alias}.{name}": 1 for name in names}, records)
+            watch.join(CATCH_UP_TIMEOUT_S)
+            watch.stop()
+            new = f"{prefix}new"
+            new_s = new_topic_seconds(source, target, new, f"{alias}.{new}") if watch.done else None
+        finally:
+            replicators.stop(process)
+    return {
+        "tool": tool,
+        "topics": topics,
+        "records": records,
+        "record_size": 100,
+        "copied_all": watch.done is not None,
+        "seen": watch.seen,
+        **watch.figures(records, 100),
+        "new_topic_seconds": new_s,
+    }
+
+
+def measure(
+    config_path: Path, partitions: list[int], records: int, topics: list[int], per_topic: int
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"partitions": [], "topics": []}
+    for count in partitions:
+        result["partitions"].append(by_partitions(config_path, count, records))
+    for count in topics:
+        row: dict[str, Any] = {"topics": count, "per_topic": per_topic}
+        for tool in ("mirrormaker2", "ours"):
+            print(f"  {count} topic(s): {tool}", flush=True)
+            row[tool] = by_topics(config_path, count, per_topic, tool)
+        row["ours_vs_mm2"] = ratio(row["ours"]["copy_records_per_s"], row["mirrormaker2"]["copy_records_per_s"])
+        result["topics"].append(row)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default="conf/srm.yaml")
+    parser.add_argument("--partitions", default="1,8,64")
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--topics", default="1,100,500")
+    parser.add_argument("--per-topic", type=int, default=200)
+    args = parser.parse_args()
+    result = measure(
+        Path(args.config),
+        [int(p) for p in args.partitions.split(",") if p],
+        args.records,
+        [int(t) for t in args.topics.split(",") if t],
+        args.per_topic,
+    )
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

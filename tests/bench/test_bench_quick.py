@@ -1,0 +1,52 @@
+"""``make bench-quick`` runs end to end and writes its report (benchmarks are measured, never
+asserted on: this checks only that every part ran and produced figures)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTIONS = ("## Throughput", "## Latency", "## Failover accuracy", "## Scale", "## Profile of the copy tasks")
+
+
+def local_clusters_running() -> bool:
+    command = [str(ROOT / ".venv/bin/srm-control"), "local", "status"]
+    status = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    return "running (pid" in status.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1800)
+def test_make_bench_quick_writes_the_report(tmp_path: Path) -> None:
+    were_running = local_clusters_running()
+    try:
+        run = subprocess.run(
+            ["make", "bench-quick", f"BENCH_QUICK_OUT={tmp_path}"],
+            cwd=ROOT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")},
+            capture_output=True,
+            text=True,
+            timeout=1700,
+            check=False,
+        )
+    finally:
+        if not were_running:
+            subprocess.run(["make", "kafka-down"], cwd=ROOT, capture_output=True, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = (tmp_path / "REPORT.md").read_text()
+    for section in SECTIONS:
+        assert section in report
+    assert (tmp_path / "throughput_latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    results = json.loads((tmp_path / "results.json").read_text())
+    for summary in results["throughput"]["summary"].values():
+        for tool in ("mm2", "eos_on", "eos_off"):
+            assert summary[tool]["copy_records_per_s"]["median"] > 0
+    assert results["latency"]["ours_exactly_once"]["records"] == results["latency"]["ours_exactly_once"]["sent"]
+    assert results["failover"]["ours"]["skipped"] == 0
+    assert all(row["ours"]["copied_all"] and row["mirrormaker2"]["copied_all"] for row in results["scale"]["topics"])
+    assert results["profile"]["top"]
