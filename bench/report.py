@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 PLOT = "throughput_latency.png"
+POLL_S = 0.1  # bench.watch.POLL_S (not imported: rendering needs no Kafka client)
 TOOL_NAMES = {
     "limit": "limit",
     "mm2": "MirrorMaker 2",
@@ -81,8 +82,10 @@ def throughput(t: dict[str, Any]) -> list[str]:
         "Both replicators are timed the same way: from the first record written to the target (high",
         "watermark) until the last is visible to a read_committed consumer (last stable offset), polled every",
         "0.1 s (`bench/watch.py`); their start-up is excluded there and included in the whole-job column",
-        "(Spark's start costs ours ~20 s; it is paid once in continuous mode). The limit is the slowest of Kafka's ProducerPerformance into the source, ConsumerPerformance",
-        "out of it and ProducerPerformance into the target: a copy cannot beat it. CPU is user + system of",
+        "(Spark's start costs ours ~20 s; it is paid once in continuous mode). The limit is the slowest of",
+        "Kafka's ProducerPerformance into the source, ConsumerPerformance out of it and ProducerPerformance into",
+        "the target, each one client: a copy with several producers can reach it, and ours / limit near 1 means",
+        "the brokers on these 2 cores, not the copy, set the pace. CPU is user + system of",
         "the process tree each tool started (Spark's forked Python workers may be missing: ours is a lower",
         "bound); memory is the peak of the sum of the tree's resident sets.",
         "",
@@ -128,12 +131,13 @@ def latency(lat: dict[str, Any]) -> list[str]:
         lines += [
             f"**Ours is behind MirrorMaker 2 on latency ({factor:.0f}x at p50).** Continuous mode is",
             "micro-batched: a batch is planned at every trigger (1 s), copied and committed as one Kafka",
-            "transaction per task, and a read_committed consumer sees records only at the commit; a record",
-            "waits for the next trigger plus the batch's planning, copy and commit. MirrorMaker 2 forwards",
-            "records as it polls them, without transactions (at-least-once).",
+            "transaction per task, and a read_committed consumer sees a record only at that commit. A record",
+            "waits on average half a trigger for its batch to start, then the batch's planning, copy and",
+            "commit (~0.3 s per batch here, in the job's log lines): that is the p50; the p99 is a whole",
+            "trigger plus a batch. MirrorMaker 2 forwards records as it polls them, without transactions",
+            "(at-least-once). The levers left: a shorter trigger (`--trigger-seconds`, more transactions and",
+            "plans per second), or long-running copy tasks that commit on a timer instead of a batch per trigger.",
         ]
-    else:
-        lines.append(f"Ours is ahead of MirrorMaker 2 on latency ({1 / factor:.1f}x lower at p50).")
     return [*lines, ""]
 
 
@@ -200,12 +204,23 @@ def scale(sc: dict[str, Any]) -> list[str]:
     ]
     for row in sc["topics"]:
         theirs, ours = row["mirrormaker2"], row["ours"]
+        floor = at_floor(theirs) or at_floor(ours)
         lines.append(
-            f"| {row['topics']} | {ours['records']:,} | {num(theirs['copy_records_per_s'])} "
-            f"| {num(ours['copy_records_per_s'])} | {row['ours_vs_mm2']} | {secs(theirs['new_topic_seconds'])} "
+            f"| {row['topics']} | {ours['records']:,} | {rate(theirs)} | {rate(ours)} "
+            f"| {'-' if floor else row['ours_vs_mm2']} | {secs(theirs['new_topic_seconds'])} "
             f"| {secs(ours['new_topic_seconds'])} |"
         )
+    if any(at_floor(row[tool]) for row in sc["topics"] for tool in ("mirrormaker2", "ours")):
+        lines += ["", "≥: every record arrived within one 0.1 s poll; the figure is the poll's floor, not a rate."]
     return [*lines, ""]
+
+
+def at_floor(figures: dict[str, Any]) -> bool:
+    return figures.get("copy_seconds") is not None and figures["copy_seconds"] <= POLL_S
+
+
+def rate(figures: dict[str, Any]) -> str:
+    return f"≥ {num(figures['copy_records_per_s'])}" if at_floor(figures) else num(figures["copy_records_per_s"])
 
 
 def num(value: float | None) -> str:
@@ -232,6 +247,12 @@ def profile(p: dict[str, Any]) -> list[str]:
         "| function (own time) | calls | own s | cumulative s |",
         "|---|---|---|---|",
         *(f"| `{row['function']}` | {row['calls']:,} | {row['own_s']} | {row['cumulative_s']} |" for row in p["top"]),
+        "",
+        "Reading it: a copied record costs its share of a `consume` call, one `produce` call into librdkafka,",
+        "one pass through our loop (`copier._handle`, `writer.produce`) and one delivery report",
+        "(`writer.on_delivery`, which the exact source -> target offset mapping needs). This per-record",
+        "Python work is what separates ours from the brokers' limit at 100 B records; the bookkeeping that",
+        "used to run per record (latency statistics, offset runs, counters) is done per batch of records.",
         "",
     ]
     return lines
