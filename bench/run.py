@@ -7,7 +7,7 @@ limit, MirrorMaker 2, ours with exactly-once on and off), latency under a steady
 failover accuracy, scale (partitions, topics, time to replicate a new topic) and a profile of
 the copy tasks. Writes ``<out>/results.json`` (every figure and run, the commands, versions,
 the machine), ``<out>/REPORT.md`` and ``<out>/throughput_latency.png``. ``full`` is what
-bench/REPORT.md holds (about 45 minutes here); ``quick`` runs every part on small inputs in about
+bench/REPORT.md holds (21 minutes here); ``quick`` runs every part on small inputs in about
 8 minutes, to check the benchmarks work, not to quote.
 """
 
