@@ -145,12 +145,19 @@ def run(
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def workload_parser(doc: str, *, records: int = 1_000_000, size: int = 1024) -> argparse.ArgumentParser:
+    """The options every one-topic benchmark takes: the config and the topic's records, their
+    size and its partitions."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", maxsplit=1)[0])
     parser.add_argument("--config", default="conf/srm.yaml")
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--records", type=int, default=records)
+    parser.add_argument("--size", type=int, default=size)
     parser.add_argument("--partitions", type=int, default=8)
+    return parser
+
+
+def main() -> None:
+    parser = workload_parser(__doc__)
     parser.add_argument("--exactly-once", choices=("on", "off"), default="on")
     parser.add_argument("--tasks", type=int, default=2)
     args = parser.parse_args()

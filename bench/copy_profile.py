@@ -13,7 +13,6 @@ profiled records/s, are the finding.
 
 from __future__ import annotations
 
-import argparse
 import json
 import pstats
 import tempfile
@@ -89,12 +88,7 @@ def measure(config_path: Path, records: int, size: int, partitions: int) -> dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="conf/srm.yaml")
-    parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=8)
-    args = parser.parse_args()
+    args = available_now.workload_parser(__doc__, records=300_000, size=100).parse_args()
     print(json.dumps(measure(Path(args.config), args.records, args.size, args.partitions), indent=2))
 
 

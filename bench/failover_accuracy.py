@@ -63,23 +63,14 @@ def checkpoints(target: Cluster, topic: str, group: str) -> dict[int, int]:
 
 def first_source_offset(target: Cluster, remote: str, partition: int, offset: int) -> int | None:
     """The source offset carried by the first record at or after ``offset`` of the remote partition."""
-    from confluent_kafka import TopicPartition
-
     consumer = clients.consumer(target, f"bench-read-{uuid.uuid4().hex[:6]}", **{"enable.partition.eof": True})
+    records = read_to_end(consumer, remote, partition, 20, start=offset)
     try:
-        consumer.assign([TopicPartition(remote, partition, offset)])
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error() is None:
-                return int(message.value())
-            if message.error().name() == "_PARTITION_EOF":
-                return None
+        first = next(records, None)
+        return None if first is None else int(first.value())
     finally:
+        records.close()
         consumer.close()
-    return None
 
 
 def score(target: Cluster, remote: str, committed: dict[int, int], downstream: dict[int, int]) -> dict[str, Any]:

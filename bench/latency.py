@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +76,19 @@ def percentiles(values: list[float]) -> dict[str, float]:
     return {"records": len(ordered), "p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99), "max_ms": ordered[-1]}
 
 
+@dataclass(frozen=True)
+class Load:
+    rate: int  # records/s
+    seconds: int
+    partitions: int
+
+
 def run_with(
-    start: Callable[[str], tuple[subprocess.Popen[bytes], str]],
-    source: Cluster,
-    target: Cluster,
-    args: argparse.Namespace,
+    start: Callable[[str], tuple[subprocess.Popen[bytes], str]], source: Cluster, target: Cluster, load: Load
 ) -> dict[str, Any]:
     """Start a replicator for a fresh topic, warm it up with one record, then measure a steady load."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
-    ensure_topic(clients.admin_client(source), topic, args.partitions)
+    ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
     remote = f"{alias}.{topic}"
     try:
@@ -95,10 +100,10 @@ def run_with(
         stop = threading.Event()
         results: dict[str, int] = {}
         feeder = threading.Thread(
-            target=lambda: results.update(sent=produce_steadily(source, topic, args.rate, args.seconds, stop))
+            target=lambda: results.update(sent=produce_steadily(source, topic, load.rate, load.seconds, stop))
         )
         feeder.start()
-        latencies = measure(target, remote, args.rate * args.seconds + 1, args.seconds + 60)
+        latencies = measure(target, remote, load.rate * load.seconds + 1, load.seconds + 60)
         stop.set()
         feeder.join()
     finally:
@@ -106,40 +111,39 @@ def run_with(
     return percentiles(latencies[1:]) | {"sent": results.get("sent", 0)}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    config = load_config(args.config)
+def run(config_path: Path, *, rate: int, seconds: int, partitions: int) -> dict[str, Any]:
+    load = Load(rate, seconds, partitions)
+    config = load_config(config_path)
     flow = config.enabled_flows()[0]
     source, target = config.cluster(flow.source), config.cluster(flow.target)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         return {
-            "rate": args.rate,
-            "seconds": args.seconds,
-            "partitions": args.partitions,
+            "rate": rate,
+            "seconds": seconds,
+            "partitions": partitions,
             "record_size": 100,
             "ours_exactly_once": run_with(
-                lambda topic: replicators.ours(Path(args.config), workdir, topic), source, target, args
+                lambda topic: replicators.ours(config_path, workdir, topic), source, target, load
             ),
             "mirrormaker2": run_with(
-                lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=args.partitions),
+                lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=partitions),
                 source,
                 target,
-                args,
+                load,
             ),
         }
 
 
-def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="conf/srm.yaml")
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--partitions", type=int, default=8)
-    return parser.parse_args(argv)
-
-
-def main() -> None:
-    print(json.dumps(run(arguments()), indent=2))
+    args = parser.parse_args()
+    figures = run(Path(args.config), rate=args.rate, seconds=args.seconds, partitions=args.partitions)
+    print(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

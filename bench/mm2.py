@@ -12,7 +12,6 @@ records/s and MB/s, CPU seconds and peak memory of the MM2 process.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -23,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.available_now import fill
+from bench.available_now import fill, workload_parser
 from bench.usage import Usage
 from bench.watch import POLL_S, TargetWatch
 from srm import clients
@@ -106,12 +105,7 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="conf/srm.yaml")
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--partitions", type=int, default=8)
-    args = parser.parse_args()
+    args = workload_parser(__doc__).parse_args()
     print(json.dumps(run(Path(args.config), args.records, args.size, args.partitions), indent=2))
 
 

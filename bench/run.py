@@ -141,7 +141,7 @@ def main() -> None:
     }
     steps: tuple[tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
         ("throughput", "throughput", lambda o: throughput.measure(args.config, tasks=2, **o)),
-        ("latency", "latency", lambda o: latency.run(argparse.Namespace(config=args.config, **o))),
+        ("latency", "latency", lambda o: latency.run(args.config, **o)),
         (
             "failover",
             "failover_accuracy",

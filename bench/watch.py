@@ -31,22 +31,10 @@ def visible_records(admin: Any, topics: dict[str, int], *, committed: bool = Tru
     if not present:
         return 0
     try:
-        ends = list_offsets(admin, present, "latest") if committed else high_watermarks(admin, present)
+        ends = list_offsets(admin, present, "latest", read_committed=committed)
     except SrmError:  # just created: leaders are still being elected
         return 0
     return sum(ends.values())
-
-
-def high_watermarks(admin: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
-
-    request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}  # type: ignore[no-untyped-call]
-    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=30)
-    try:
-        return {(tp.topic, tp.partition): future.result(30).offset for tp, future in futures.items()}
-    except KafkaException as exc:
-        raise SrmError(str(exc)) from None
 
 
 class TargetWatch(threading.Thread):

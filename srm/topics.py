@@ -6,7 +6,7 @@ SrmError naming the topic otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,26 +109,42 @@ def broker_count(admin: Any) -> int:
     return len(retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list brokers")).brokers)
 
 
-def topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
-    """Topic name -> Kafka topic id (changes when a topic is deleted and created again)."""
+def _describe(admin: Any, topics: list[str]) -> dict[str, Any]:
     from confluent_kafka import TopicCollection
 
     if not topics:
         return {}
-    described = _admin(
+    return _admin(
         lambda: admin.describe_topics(TopicCollection(topics), request_timeout=ADMIN_TIMEOUT_S),
         "cannot describe topics",
         admin,
     )
-    return {name: str(info.topic_id) for name, info in described.items()}
 
 
-def list_offsets(admin: Any, partitions: list[tuple[str, int]], spec: str) -> dict[tuple[str, int], int]:
-    """``latest`` (read_committed: the last stable offset) or ``earliest`` offset of each partition."""
+def topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
+    """Topic name -> Kafka topic id (changes when a topic is deleted and created again)."""
+    return {name: str(info.topic_id) for name, info in _describe(admin, topics).items()}
+
+
+def partition_leaders(admin: Any, topics: list[str]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the broker id of its leader (partitions without one are left out)."""
+    return {
+        (name, p.id): p.leader.id
+        for name, info in _describe(admin, topics).items()
+        for p in info.partitions
+        if p.leader is not None and p.leader.id >= 0
+    }
+
+
+def list_offsets(
+    admin: Any, partitions: list[tuple[str, int]], spec: str, *, read_committed: bool = True
+) -> dict[tuple[str, int], int]:
+    """``latest`` (read_committed: the last stable offset; otherwise the high watermark) or
+    ``earliest`` offset of each partition."""
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
     offset_spec = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-    return _offsets(admin, {tp: offset_spec for tp in partitions})
+    return _offsets(admin, {tp: offset_spec for tp in partitions}, read_committed=read_committed)
 
 
 def offsets_for_time(admin: Any, partitions: list[tuple[str, int]], timestamp_ms: int) -> dict[tuple[str, int], int]:
@@ -140,7 +156,9 @@ def offsets_for_time(admin: Any, partitions: list[tuple[str, int]], timestamp_ms
     return {**found, **list_offsets(admin, missing, "latest")}
 
 
-def _offsets(admin: Any, specs: dict[tuple[str, int], Any]) -> dict[tuple[str, int], int]:
+def _offsets(
+    admin: Any, specs: dict[tuple[str, int], Any], *, read_committed: bool = True
+) -> dict[tuple[str, int], int]:
     from confluent_kafka import IsolationLevel, TopicPartition
 
     if not specs:
@@ -148,7 +166,9 @@ def _offsets(admin: Any, specs: dict[tuple[str, int], Any]) -> dict[tuple[str, i
     request = {TopicPartition(t, p): spec for (t, p), spec in specs.items()}
     results = _admin(
         lambda: admin.list_offsets(
-            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=ADMIN_TIMEOUT_S
+            request,
+            isolation_level=IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED,
+            request_timeout=ADMIN_TIMEOUT_S,
         ),
         "cannot list offsets of " + ", ".join(sorted({t for t, _ in specs})),
         admin,
@@ -196,16 +216,22 @@ def record_counts(consumer: Any, topic: str, partitions: int, timeout_s: float =
 
 
 def read_to_end(
-    consumer: Any, topic: str, partition: int = 0, timeout_s: float = 120.0, *, keep_assigned: bool = False
-) -> Iterator[Any]:
-    """Every record of one partition from its start up to its current end (``enable.partition.eof``
-    set on ``consumer``): how the compacted internal topics are read. ``keep_assigned`` leaves the
-    consumer positioned at the end, to read what comes later."""
+    consumer: Any,
+    topic: str,
+    partition: int = 0,
+    timeout_s: float = 120.0,
+    *,
+    keep_assigned: bool = False,
+    start: int | None = None,
+) -> Generator[Any, None, None]:
+    """Every record of one partition from its start (or offset ``start``) up to its current end
+    (``enable.partition.eof`` set on ``consumer``): how the compacted internal topics are read.
+    ``keep_assigned`` leaves the consumer positioned at the end, to read what comes later."""
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING if start is None else start)])
     deadline = time.monotonic() + timeout_s
     try:
         while True:

@@ -15,16 +15,15 @@ from srm.errors import SrmError
 from srm.failover import partition_lag
 from srm.heartbeats import freshness
 from srm.replication.selector import TopicSelector
-from srm.topics import list_offsets, partition_counts
+from srm.topics import list_offsets, partition_counts, read_to_end
 from srm.warehouse import DATA_LOSS, Warehouse
 
 ALIVE_S = 120.0  # as the heartbeats DAG's stall sensor: a newer replicated heartbeat means running
+STATUS_READ_S = 10.0  # reading the newest records of an internal topic
 
 
 def newest_record_age(cluster: Any, topic: str) -> float | None:
     """Seconds since the newest record of a one-partition internal topic was written (None: empty)."""
-    from confluent_kafka import TopicPartition
-
     admin = clients.admin_client(cluster)
     if topic not in partition_counts(admin, include_internal=True):
         return None
@@ -34,16 +33,8 @@ def newest_record_age(cluster: Any, topic: str) -> float | None:
     consumer = clients.consumer(cluster, "__srm.status", **{"enable.partition.eof": True})
     newest = None
     try:
-        consumer.assign([TopicPartition(topic, 0, max(0, end - 10))])
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            if message.error() is None:
-                newest = message.timestamp()[1]
-            elif message.error().name() == "_PARTITION_EOF":
-                break
+        for message in read_to_end(consumer, topic, 0, STATUS_READ_S, start=max(0, end - 10)):
+            newest = message.timestamp()[1]
     finally:
         consumer.close()
     return None if newest is None else time.time() - newest / 1000

@@ -20,14 +20,14 @@ import time
 from typing import Any
 
 from srm import clients
-from srm.errors import ReplicationError
+from srm.errors import ReplicationError, SrmError
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.job import CopyJob, Loss, PartitionResult
 from srm.replication.kafka_errors import is_fatal, read_error
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import Progress, read_progress
 from srm.replication.writer import TargetWriter
-from srm.topics import list_offsets
+from srm.topics import list_offsets, partition_leaders
 
 log = logging.getLogger(__name__)
 
@@ -156,19 +156,19 @@ class SlotCopier:
         """librdkafka starts fetching a newly assigned partition when the leader's broker thread
         next wakes up, which on an idle connection is up to 1 s later: measured here, 1 in 2
         continuous-mode batches waited 1.0 s for it. Any request to the leader wakes that thread
-        now: one cheap ListOffsets per distinct leader (bench/REPORT.md, "Latency")."""
+        now: one cheap ListOffsets per distinct leader, found with one describe request for the
+        assigned topics (bench/REPORT.md, "Latency")."""
         from confluent_kafka import KafkaException
 
         try:
-            topics = consumer.list_topics(timeout=WAKE_TIMEOUT_S).topics
+            leaders = partition_leaders(self._source_admin(), sorted({tp.topic for tp in assignment}))
             by_leader: dict[int, Any] = {}
             for tp in assignment:
-                partition = topics[tp.topic].partitions.get(tp.partition) if tp.topic in topics else None
-                if partition is not None and partition.leader >= 0:
-                    by_leader.setdefault(partition.leader, tp)
+                if (tp.topic, tp.partition) in leaders:
+                    by_leader.setdefault(leaders[(tp.topic, tp.partition)], tp)
             for tp in by_leader.values():
                 consumer.get_watermark_offsets(tp, timeout=WAKE_TIMEOUT_S, cached=False)
-        except KafkaException as exc:  # only a shortcut: fetching starts on its own anyway
+        except (KafkaException, SrmError) as exc:  # only a shortcut: fetching starts on its own anyway
             log.debug("waking the fetchers of %s failed: %s", self.job.source.alias, exc)
 
     def _handle(

@@ -26,18 +26,6 @@ class LatencyStats:
     _sample: list[float] = field(default_factory=list, repr=False)
     _rng: random.Random = field(default_factory=lambda: random.Random(7), repr=False)
 
-    def add(self, value_ms: float) -> None:
-        self.count += 1
-        self.total += value_ms
-        self.minimum = value_ms if self.minimum is None or value_ms < self.minimum else self.minimum
-        self.maximum = value_ms if self.maximum is None or value_ms > self.maximum else self.maximum
-        if len(self._sample) < SAMPLE_SIZE:
-            self._sample.append(value_ms)
-        else:  # reservoir sampling keeps a uniform sample of everything seen
-            slot = self._rng.randrange(self.count)
-            if slot < SAMPLE_SIZE:
-                self._sample[slot] = value_ms
-
     def add_ages(self, now_ms: float, timestamps_ms: list[int]) -> None:
         """Add ``now_ms - t`` for every timestamp ``t`` (a batch of records seen at ``now_ms``)."""
         n = len(timestamps_ms)

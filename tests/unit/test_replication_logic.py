@@ -137,8 +137,8 @@ def test_configs_to_copy_follow_mm2_rules() -> None:
 
 def test_latency_stats() -> None:
     stats = LatencyStats()
-    for value in range(1, 101):
-        stats.add(float(value))
+    for value in range(1, 101):  # one record at a time, as in a trickle of small batches
+        stats.add_ages(1000.0, [1000 - value])
     summary = stats.summary("latency")
     assert summary == {"latency_min_ms": 1.0, "latency_avg_ms": 50.5, "latency_max_ms": 100.0, "latency_p99_ms": 99.0}
     assert LatencyStats().summary("x")["x_p99_ms"] is None
