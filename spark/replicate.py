@@ -4,19 +4,29 @@
     srm-control run replicate --source us-west --target us-east --mode continuous
 
 ``available-now`` copies what the source holds when it starts and stops (scheduled runs,
-``airflow dags test``); ``continuous`` plans a micro-batch every second until stopped.
+``airflow dags test``); ``continuous`` copies until stopped, committing a transaction every
+``transaction.interval.ms``. SIGTERM or Ctrl-C stops it gracefully (the copiers commit what they
+hold); a second Ctrl-C stops it at once, which loses nothing either.
+
+Exit status: 0 done, 1 an error (the message says what and where), 3 another run took the flow
+over (not worth retrying while that run goes on).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from types import FrameType
 
 from srm.config import load_config
-from srm.errors import ConfigError, SrmError
-from srm.sparkapp import await_query, build_session, start_replication
+from srm.errors import ConfigError, FlowTakenOverError, SrmError
+from srm.sparkapp import ReplicationRun, build_session, start_replication
+
+TAKEN_OVER_EXIT = 3
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -26,9 +36,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=("continuous", "available-now"), default="continuous")
     parser.add_argument("--config", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
     parser.add_argument("--checkpoint", help="Spark checkpoint folder (default: storage.checkpoints/<flow>)")
-    parser.add_argument("--trigger-seconds", type=float, default=1.0, help="continuous mode: seconds between batches")
     parser.add_argument("--master", help="Spark master (default: local[*, 4] unless spark-submit sets one)")
+    parser.add_argument("--invoker", help="who runs this job, shown to a run that takes the flow over")
     return parser.parse_args(argv)
+
+
+def stop_on_signals(run: ReplicationRun) -> None:
+    """SIGTERM/SIGINT: stop gracefully in the background; a second SIGINT: exit at once."""
+
+    def graceful(signum: int, frame: FrameType | None) -> None:
+        logging.getLogger("srm.replicate").info("signal %d: stopping after the copiers commit", signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        threading.Thread(target=run.stop, name="srm-stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, graceful)
+    signal.signal(signal.SIGINT, graceful)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,13 +61,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config, strict=True)
         flow = config.flow(args.source, args.target)
         spark = build_session(f"srm replicate {flow.name}", args.master)
-        query = start_replication(
-            spark, config, flow, args.mode, checkpoint=args.checkpoint, trigger_seconds=args.trigger_seconds
-        )
-        await_query(query)
+        run = start_replication(spark, config, flow, args.mode, checkpoint=args.checkpoint, invoker=args.invoker)
+        stop_on_signals(run)
+        run.wait()
     except ConfigError as exc:
         print(f"error: {len(exc.issues)} problem(s) in the configuration:\n{exc}", file=sys.stderr)
         return 1
+    except FlowTakenOverError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return TAKEN_OVER_EXIT
     except SrmError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

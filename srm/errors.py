@@ -63,3 +63,7 @@ class DataLossError(ReplicationError):
 
 class TopicConflictError(ReplicationError):
     """A topic exists with settings the flow cannot work with (it is left unchanged)."""
+
+
+class FlowTakenOverError(ReplicationError):
+    """Another run of the same flow claimed it: this run stopped (its writes are fenced)."""

@@ -20,7 +20,7 @@ from srm.errors import NotConfiguredError, SrmError
 from srm.offsets.api import Translated, Translator
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import alter_group_offsets, describe_groups, group_offsets, list_groups
-from srm.replication.progress import progress_group, read_group_progress
+from srm.replication.progress import read_flow_progress
 from srm.replication.selector import TopicSelector
 from srm.topics import list_offsets, partition_counts
 
@@ -63,18 +63,12 @@ def _regex(spec: str) -> re.Pattern[str]:
 
 def partition_lag(config: SrmConfig, flow: Flow, topics: set[str]) -> dict[tuple[str, int], int]:
     """Per source partition of ``topics``: records the flow has not copied yet (source end - progress)."""
-    selector = TopicSelector(flow)
     source_admin = clients.admin_client(config.cluster(flow.source))
     counts = partition_counts(source_admin, include_internal=True)
     keys = [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0))]
     ends = list_offsets(source_admin, keys, "latest")
-    done = read_group_progress(
-        config.cluster(flow.target), progress_group(flow.source), [(selector.remote(t), p) for t, p in keys]
-    )
-    return {
-        k: max(0, e - (done[(selector.remote(k[0]), k[1])].next_offset if (selector.remote(k[0]), k[1]) in done else 0))
-        for k, e in ends.items()
-    }
+    done = read_flow_progress(config.cluster(flow.target), flow, keys)
+    return {k: max(0, e - (done[k].next_offset if k in done else 0)) for k, e in ends.items()}
 
 
 def wait_for_zero_lag(config: SrmConfig, flow: Flow, topics: set[str], timeout_s: float) -> None:

@@ -46,6 +46,24 @@ def history_topic(flow: Flow) -> InternalTopic:
     )
 
 
+def progress_topic_name(flow: Flow) -> str:
+    """``srm-offsets.<source>.internal`` on the target, shaped by the policy's separators."""
+    return history_topic_name(flow).replace("srm-offset-syncs", "srm-offsets", 1)
+
+
+def progress_topic(flow: Flow) -> InternalTopic:
+    """The copy's progress (srm.replication.progress): compacted hard, so reading it whole at a
+    copier's start stays quick however often transactions commit (a minute of records at most
+    waits for the cleaner)."""
+    return InternalTopic(
+        name=progress_topic_name(flow),
+        cluster=flow.target,
+        cleanup_policy="compact",
+        replication_factor=flow.settings.offset_syncs_topic_replication_factor,
+        config={"segment.ms": "60000", "min.cleanable.dirty.ratio": "0.01"},
+    )
+
+
 def mm2_offset_syncs_topic(flow: Flow) -> InternalTopic:
     """MM2's ``mm2-offset-syncs.<target>.internal`` on the source (or ``.<source>.`` on the target)."""
     on_target = flow.settings.offset_syncs_topic_location == "target"
@@ -57,9 +75,23 @@ def mm2_offset_syncs_topic(flow: Flow) -> InternalTopic:
     )
 
 
+OWNERS_TOPIC = "srm-owners.internal"
+
+
+def owners_topic(flow: Flow) -> InternalTopic:
+    """Which run owns each flow into a cluster (srm.replication.ownership), on the target."""
+    return InternalTopic(
+        OWNERS_TOPIC,
+        flow.target,
+        "compact",
+        flow.settings.checkpoints_topic_replication_factor,
+        config={"segment.ms": str(3600 * 1000)},  # compact superseded leases hourly, not weekly
+    )
+
+
 def flow_internal_topics(flow: Flow) -> list[InternalTopic]:
     """The internal topics the replication job of ``flow`` writes to."""
-    topics = [history_topic(flow)]
+    topics = [history_topic(flow), progress_topic(flow), owners_topic(flow)]
     if flow.settings.emit_offset_syncs_enabled:
         topics.append(mm2_offset_syncs_topic(flow))
     return topics

@@ -264,3 +264,32 @@ class OffsetRunsRecord(_Record):
             (value.int64("sourceFirst"), value.int64("targetFirst"), value.int32("length")) for _ in range(count)
         )
         return cls(topic, partition, topic_id, next_offset, runs)
+
+
+@dataclass(frozen=True)
+class ProgressRecord(_Record):
+    """Where the copy of one source partition stands: the next source offset to copy.
+
+    Written to ``srm-offsets.<source>.internal`` on the target (compacted) inside the same
+    transaction as the records it counts, like Kafka Connect's source offsets (MM2's
+    ``mm2-offsets.<source>.internal``). Key: STRING upstream topic, INT32 partition. Value: INT16
+    version, STRING upstream topic id (it changes when the topic is recreated), INT64 next offset.
+    """
+
+    KIND: ClassVar[str] = "progress"
+    topic: str
+    partition: int
+    topic_id: str
+    next_offset: int
+
+    def key(self) -> bytes:
+        return _Writer().string(self.topic).int32(self.partition).bytes()
+
+    def value(self) -> bytes:
+        return _Writer().int16(VERSION).string(self.topic_id).int64(self.next_offset).bytes()
+
+    @classmethod
+    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+        topic, partition = key.string("topic"), key.int32("partition")
+        value.version()
+        return cls(topic, partition, value.string("topicId"), value.int64("nextOffset"))

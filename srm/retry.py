@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from srm.errors import SrmError
+from srm.errors import ClusterUnreachableError, SrmError
 
 T = TypeVar("T")
 # Coordinator loads and leader elections on a healthy cluster finish within seconds.
@@ -20,7 +20,8 @@ BACKOFF_S = 0.2
 
 
 def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S) -> T:
-    """``call()``; retriable KafkaExceptions are retried until ``timeout_s``, others raise SrmError."""
+    """``call()``; retriable KafkaExceptions are retried until ``timeout_s`` (then
+    ClusterUnreachableError), others raise SrmError."""
     from confluent_kafka import KafkaException
 
     deadline = time.monotonic() + timeout_s
@@ -30,12 +31,13 @@ def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S) -
             return call()
         except KafkaException as exc:
             error = exc.args[0]
-            if _retriable(error) and time.monotonic() < deadline:
+            retriable = _retriable(error)
+            if retriable and time.monotonic() < deadline:
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
                 continue
             detail = error.str() if hasattr(error, "str") else str(error)
-            raise SrmError(f"{what}: {detail}") from None
+            raise (ClusterUnreachableError if retriable else SrmError)(f"{what}: {detail}") from None
 
 
 def _retriable(error: object) -> bool:
@@ -51,4 +53,6 @@ def _retriable(error: object) -> bool:
         "NOT_LEADER_OR_FOLLOWER",
         "_TIMED_OUT",
         "REQUEST_TIMED_OUT",
+        "_TRANSPORT",
+        "_ALL_BROKERS_DOWN",
     )

@@ -22,7 +22,16 @@ from srm.paths import project_root
 log = logging.getLogger("srm.replicate")
 
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
-TRIGGER_SECONDS = 1.0
+
+
+def local_master(tasks: int) -> str:
+    """A local master with a task thread for each of ``tasks`` slots at least: continuous mode
+    holds one Spark task per slot for a whole lease (Spark's local threads are not CPU
+    reservations; the copy runs in Python worker processes)."""
+    cores = os.cpu_count() or 1
+    return DEFAULT_MASTER if tasks <= cores else f"local[{tasks}, 4]"
+
+
 SESSION_CONF = {
     "spark.pyspark.python": sys.executable,
     "spark.pyspark.driver.python": sys.executable,
@@ -37,15 +46,17 @@ def build_session(app_name: str, master: str | None = None, extra: dict[str, str
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's capture streams
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if not master or master.startswith("local"):  # read when the JVM starts: stay on loopback
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit, whose JVM runs already
+    if not submitted and (not master or master.startswith("local")):  # read when the JVM starts: stay on loopback
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif not SparkConf().contains("spark.master"):  # spark-submit --master sets it
+    elif not submitted:
+        # Under spark-submit its --master wins; SparkConf() cannot tell before a context exists
+        # (it does not see the submitted settings), so never set a default over it.
         builder = builder.master(DEFAULT_MASTER)
     for key, value in {**SESSION_CONF, **(extra or {})}.items():
         builder = builder.config(key, value)
@@ -65,12 +76,15 @@ def start_replication(
     mode: str,
     *,
     checkpoint: str | None = None,
-    trigger_seconds: float = TRIGGER_SECONDS,
+    invoker: str | None = None,
 ) -> ReplicationRun:
-    """Start the streaming query of ``flow``; ``available-now`` drains what is there and stops."""
+    """Claim ``flow`` and start its streaming query: ``available-now`` drains what is there and
+    stops; ``continuous`` runs lease after lease until stopped."""
     from srm import clients
     from srm.internal_topics import ensure_internal_topic, flow_internal_topics
     from srm.replication.batch import BatchRunner
+    from srm.replication.lease import LeaseRunner
+    from srm.replication.ownership import FlowOwner
     from srm.replication.source import SOURCE_NAME, PlanSource
     from srm.topics import broker_count
 
@@ -80,32 +94,38 @@ def start_replication(
         admin = clients.admin_client(config.cluster(topic.cluster))
         ensure_internal_topic(admin, topic, broker_count(admin))
     location = checkpoint or checkpoint_dir(config, flow)
+    target = config.cluster(flow.target)
+    owner = FlowOwner(target, flow, invoker)
+    owner.claim(flow.settings.tasks_max, mode)
     spark.dataSource.register(PlanSource)
-    runner = BatchRunner(spark, config, flow, location)
+    runner_class = LeaseRunner if mode == "continuous" else BatchRunner
+    runner = runner_class(spark, config, flow, location, owner)
     stream = (
         spark.readStream.format(SOURCE_NAME)
         .option("config", str(Path(config.file).resolve()))
         .option("source", flow.source)
         .option("target", flow.target)
+        .option("mode", mode)
         .load()
     )
     writer = stream.writeStream.foreachBatch(runner).option("checkpointLocation", location)
-    writer = (
-        writer.trigger(availableNow=True)
-        if mode == "available-now"
-        else writer.trigger(processingTime=f"{trigger_seconds} seconds")
-    )
+    # Continuous: the next lease starts as soon as the previous one returns.
+    trigger = {"availableNow": True} if mode == "available-now" else {"processingTime": "0 seconds"}
+    writer = writer.trigger(**trigger)
     query = writer.queryName(f"replicate {flow.name}").start()
     log.info("flow %s: replication started (%s), checkpoint %s", flow.name, mode, location)
-    return ReplicationRun(query, runner)
+    return ReplicationRun(query, runner, owner)
 
 
 @dataclass
 class ReplicationRun:
-    """A running replication query and the driver-side runner that accounts for its batches."""
+    """A running replication query, the driver-side runner that accounts for its batches, and
+    the flow's ownership."""
 
     query: Any
     runner: Any
+    owner: Any
+    released: bool = False
 
     def wait(self) -> None:
         """Until the query ends; its failure becomes the project's own error with the message it carried."""
@@ -116,11 +136,27 @@ class ReplicationRun:
         except StreamingQueryException as exc:
             raise user_error(exc) from None
         finally:
-            self.runner.close()
+            self._release()
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Gracefully: the running lease ends with its copiers committing, then the query stops."""
+        request = getattr(self.runner, "request_stop", None)
+        if request is not None:
+            request()
+            self.runner.idle.wait(timeout_s)
         self.query.stop()
+        self._release()
+
+    def _release(self) -> None:
+        if self.released:
+            return
+        self.released = True
         self.runner.close()
+        try:
+            self.owner.stop()  # copiers still running (a failed lease) commit and stop
+        except SrmError as exc:  # taken over meanwhile: the new owner's record stays
+            log.info("flow %s: not marking the run stopped: %s", self.runner.flow.name, exc)
+        self.owner.close()
 
 
 def await_query(run: ReplicationRun) -> None:

@@ -57,14 +57,19 @@ class Env:
         self.config = load_config(self.path)
 
 
-def make_env(kafka: SrmConfig, tmp: Path, flows: list[dict[str, Any]], **defaults: Any) -> Env:
-    """A config with the session's clusters as ``w<token>`` and ``e<token>``; flows use ``west``/``east``."""
+def make_env(
+    kafka: SrmConfig, tmp: Path, flows: list[dict[str, Any]], *, east: str | None = None, **defaults: Any
+) -> Env:
+    """A config with the session's clusters as ``w<token>`` and ``e<token>``; flows use ``west``/``east``.
+    ``east``: bootstrap servers of another cluster to use as ``east``."""
     token = uuid.uuid4().hex[:6]
     names = {"west": f"w{token}", "east": f"e{token}"}
     clusters = {
         names[key]: {"bootstrap.servers": cluster.bootstrap_servers}
         for key, cluster in zip(("west", "east"), kafka.clusters[:2], strict=True)
     }
+    if east:
+        clusters[names["east"]] = {"bootstrap.servers": east}
     data = {
         "defaults": {
             "replication.factor": 1,
@@ -169,14 +174,14 @@ def sequence_report(parts: dict[int, list[tuple[Any, ...]]], expected: dict[int,
     """Missing, duplicated and out-of-order sequence numbers over all partitions."""
     missing = duplicated = disordered = 0
     for p, wanted in expected.items():
-        got = [_seq(r) for r in parts.get(p, [])]
+        got = [seq_of(r) for r in parts.get(p, [])]
         missing += len(set(wanted) - set(got))
         duplicated += len(got) - len(set(got))
         disordered += sum(1 for a, b in itertools.pairwise(got) if b < a)
     return {"missing": missing, "duplicated": duplicated, "out_of_order": disordered}
 
 
-def _seq(record: tuple[Any, ...]) -> int:
+def seq_of(record: tuple[Any, ...]) -> int:
     headers = dict(record[2] or [])
     if "seq" in headers:
         return int(headers["seq"])

@@ -95,6 +95,13 @@ class FlowSettings(BaseModel):
     start: Annotated[Literal["earliest", "latest"] | datetime, BeforeValidator(_parse_start)] = "earliest"
     exactly_once: bool = True
     on_data_loss: Literal["fail", "continue"] = "fail"
+    # Continuous mode: a record is visible on the target when its transaction commits, at most
+    # this long after the transaction's first record (plus the commit itself): the latency floor.
+    transaction_interval_ms: int = Field(100, alias="transaction.interval.ms", ge=10, le=60_000)
+    # Continuous mode: how long one Spark task holds its slot's partitions. Copying goes on across
+    # leases without a pause; a lease is the unit of planning (new topics, YAML edits without an
+    # early end), of metrics rows and of the job's log line.
+    task_lease_seconds: int = Field(30, alias="task.lease.seconds", ge=5, le=3600)
 
     # --- what is replicated -------------------------------------------------------------------
     topics: RegexList = (".*",)

@@ -24,11 +24,25 @@ Handler = Callable[[argparse.Namespace], Any]
 
 
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    # No defaults here: a subcommand's parser would reset what was given before the subcommand
+    # (`srm-control --config f.yaml run ...`); the top-level parser sets them once.
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--config", metavar="FILE", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    common.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    flag = {"action": "store_true", "default": argparse.SUPPRESS}
+    common.add_argument("--json", **flag, help="print machine-readable JSON")  # type: ignore[arg-type]
+    common.add_argument("--debug", **flag, help="show tracebacks and debug logs")  # type: ignore[arg-type]
     return common
+
+
+COMMON_DEFAULTS = {"config": None, "json": False, "debug": False}
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    args = parser.parse_args(argv)
+    for key, value in COMMON_DEFAULTS.items():
+        if not hasattr(args, key):
+            setattr(args, key, value)
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(build_parser(), argv)
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )

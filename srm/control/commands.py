@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from srm.config.summary import summary_json, summary_lines
 from srm.errors import SrmError
 from srm.local import LocalClusters
 from srm.paths import local_dir
-from srm.sparkapp import spark_submit_command, submit_environment
+from srm.sparkapp import local_master, spark_submit_command, submit_environment
 
 
 def validate(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -49,14 +50,17 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     job_args = ["--source", flow.source, "--target", flow.target, "--config", str(Path(config.file).resolve())]
     if args.job == "replicate":
         job_args += ["--mode", args.mode]
-    command = spark_submit_command(f"{args.job}.py", job_args, args.master)
+    command = spark_submit_command(f"{args.job}.py", job_args, args.master or local_master(flow.settings.tasks_max))
     if args.json:
         return {"command": command}
     if args.dry_run:
         print(shlex.join(command))
         return None
     sys.stdout.flush()
-    os.execve(command[0], command, submit_environment())
+    # Ctrl-C is for the job's Python driver, which stops gracefully (the copiers commit first):
+    # spark-submit's JVM starts with SIGINT ignored and keeps it so, instead of tearing the job down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.execve(command[0], command, {**submit_environment(), "SRM_RUN_BY": "srm-control run"})
 
 
 def local(args: argparse.Namespace) -> dict[str, Any] | None:

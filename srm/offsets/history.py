@@ -35,6 +35,11 @@ class FlowHistory:
 
 def load_history(config: SrmConfig, flow: Flow) -> FlowHistory:
     """Every run of ``flow`` committed so far (warehouse + history topic tail)."""
+    return build_history(flow.name, history_rows(config, flow))
+
+
+def history_rows(config: SrmConfig, flow: Flow) -> list[dict[str, Any]]:
+    """The flow's history rows: the warehouse table plus the topic's tail not ingested yet."""
     warehouse = Warehouse(config.storage.warehouse)
     target = config.cluster(flow.target)
     ingest = HistoryIngest(warehouse, flow, target, history_topic_name(flow), clients.admin_client(target))
@@ -42,7 +47,18 @@ def load_history(config: SrmConfig, flow: Flow) -> FlowHistory:
         _, _, tail = ingest.tail()
     finally:
         ingest.close()
-    return build_history(flow.name, warehouse.read(SYNC_HISTORY, flow=flow.name) + tail)
+    return warehouse.read(SYNC_HISTORY, flow=flow.name) + tail
+
+
+def recorded_progress(config: SrmConfig, flow: Flow) -> dict[Key, tuple[int, str]]:
+    """Per source partition, (next offset, topic id) of the latest transaction the history holds:
+    the same progress the transaction committed to the target's progress group, kept for good."""
+    latest: dict[Key, dict[str, Any]] = {}
+    for row in history_rows(config, flow):
+        key = (row["topic"], row["partition"])
+        if key not in latest or row["history_offset"] > latest[key]["history_offset"]:
+            latest[key] = row
+    return {key: (row["next_offset"], row["topic_id"]) for key, row in latest.items()}
 
 
 def build_history(flow: str, rows: list[dict[str, Any]]) -> FlowHistory:

@@ -1,49 +1,56 @@
-"""Copy one slot's source partitions to the target exactly once (runs in a Spark task).
+"""Copying one slot's source partitions to the target exactly once (runs in a Spark Python worker).
 
-1. The slot's transactional producer starts (fencing any zombie of the same slot and aborting
-   its open transaction), then the committed progress of every partition is read from the target:
-   the target, not the plan, decides where copying resumes.
+1. The slot's transactional producer starts (fencing any earlier instance of the same slot and
+   aborting its open transaction), then the copier checks that its epoch still owns the flow
+   (:mod:`srm.replication.ownership`), then reads the committed progress of every partition from
+   the target: the target, not the plan, decides where copying resumes.
 2. Records the source no longer has (retention, a recreated topic) are accounted as losses; the
    flow's on_data_loss decides: ``fail`` leaves that partition untouched so the driver can stop
    the flow with the exact range, ``continue`` records it and goes on.
 3. The partitions are consumed together (read_committed) and produced p -> p with their key,
-   value, headers and timestamp; a partition is finished when a record at or past its planned
-   end arrives or the consumer reports its end, so trailing commit markers and aborted records
-   are covered by the progress too.
-4. Chunks are committed as described in :mod:`srm.replication.writer`.
+   value, headers and timestamp. In available-now mode a partition is finished when a record at
+   or past its planned end arrives or the consumer reports its end, so trailing commit markers
+   and aborted records are covered by the progress too; in continuous mode ranges are open-ended.
+4. Transactions are committed as described in :mod:`srm.replication.writer`; after an aborted one
+   every partition goes back to its committed progress and is read again from there.
+
+:class:`CopyLoop` is the engine; :func:`run_slot` drives it for one available-now task, and
+:mod:`srm.replication.resident` keeps one running across the leases of continuous mode.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from srm import clients
 from srm.errors import ReplicationError, SrmError
 from srm.replication.clientcache import CACHE, ClientCache
-from srm.replication.job import CopyJob, Loss, PartitionResult
+from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult
 from srm.replication.kafka_errors import is_fatal, read_error
+from srm.replication.ownership import latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
-from srm.replication.progress import Progress, read_progress
-from srm.replication.writer import TargetWriter
+from srm.replication.progress import PROGRESS_READER, Progress, progress_group, read_progress
+from srm.replication.writer import TargetWriter, TransactionAborted
 from srm.topics import list_offsets, partition_leaders
 
 log = logging.getLogger(__name__)
 
+Key = tuple[str, int]
 CONSUME_BATCH = 10_000
-# consume() returns when CONSUME_BATCH records are there or this time has passed, not earlier:
-# short, so a small batch or a partition's end is not held back.
-POLL_TIMEOUT_S = 0.05
-# With data behind it, a fetch returns within milliseconds; this long without any record or
-# end-of-partition event means the source cluster is gone or the partition has no leader.
+# Available-now: with data behind it, a fetch returns within milliseconds; this long without any
+# record or end-of-partition event means the source cluster is gone or the partition has no leader.
 STALL_TIMEOUT_S = 90.0
 CONSUMER_SETTINGS = {
     "enable.partition.eof": True,
     "auto.offset.reset": "error",  # never jump silently: a missing offset is reported as a loss
     "fetch.max.bytes": 64 * 1024 * 1024,
     "max.partition.fetch.bytes": 16 * 1024 * 1024,
-    "queued.max.messages.kbytes": 256 * 1024,
+    # Prefetched records waiting for the copy loop: 64 MiB is ~0.3 s of the brokers' limit here
+    # at 1 KiB records; more only adds memory.
+    "queued.max.messages.kbytes": 64 * 1024,
     "fetch.wait.max.ms": 100,
     # A partition assigned again by the next task sometimes starts fetching only 1.000 s later
     # (debug=fetch: "start fetching" at t, first Fetch at t + 1 s). These three backoffs/sleeps
@@ -55,48 +62,75 @@ CONSUMER_SETTINGS = {
 }
 WAKE_TIMEOUT_S = 5.0
 RETENTION = "were removed from the source (retention or deleted records) before they were copied"
+GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
 
-class SlotCopier:
+class CopyLoop:
+    """A slot's partitions, its source consumer and its target writer."""
+
     def __init__(self, job: CopyJob, cache: ClientCache = CACHE) -> None:
         self.job = job
         self.cache = cache
         self.fail_on_loss = job.flow.settings.on_data_loss == "fail"
+        self.writer = TargetWriter(job, cache)
+        self.consumer = self._source_consumer()
+        self.states: dict[Key, PartitionState] = {}
+        self.remaining: set[Key] = set()  # available-now: partitions not yet at their planned end
+        # Continuous: partitions whose source log changed under the copy (topic deleted or
+        # recreated): the driver plans them again at the next lease.
+        self.replan: set[Key] = set()
+        self.consumer.assign([])
+        self._check_owner()
 
-    def run(self) -> list[PartitionResult]:
-        writer = TargetWriter(self.job, self.cache)
-        try:
-            states = self._states(writer)
-            writer.track(states)
-            active = [s for s in states if s.active]
-            if active:
-                self._copy(writer, states, active)
-            writer.commit(states)
-        except BaseException:
-            writer.abort()
-            raise
-        finally:
-            writer.release()
-        finished = int(time.time() * 1000)
-        for state in states:
-            state.result.next_offset = state.committed if state.committed is not None else state.range.start
-            state.result.finished_ms = finished
-        return [s.result for s in states]
+    def _check_owner(self) -> None:
+        """After the producer started (fencing older instances): does this epoch still own the flow?"""
+        latest, _ = latest_ownership(self.writer.target_consumer, self.job.flow, self.job.owners_offset)
+        if latest is not None and latest.epoch != self.job.epoch:
+            raise taken_over(self.job.flow, self.job.epoch, latest)
 
-    # --- where each partition resumes ---------------------------------------------------------
-    def _states(self, writer: TargetWriter) -> list[PartitionState]:
-        ranges = self.job.ranges
-        progress = read_progress(writer.target_consumer, [(r.target_topic, r.partition) for r in ranges])
+    # --- partitions ---------------------------------------------------------------------------
+    def add(self, ranges: Iterable[CopyRange]) -> list[PartitionState]:
+        """Start copying ``ranges``: resume each from the target's progress, account for losses."""
+        from confluent_kafka import TopicPartition
+
+        ranges = list(ranges)
+        if not ranges:
+            return []
+        progress = read_progress(self._progress_reader(), self.job.flow, [r.key for r in ranges])
         lows = list_offsets(self._source_admin(), [r.key for r in ranges], "earliest")
         started = int(time.time() * 1000)
-        states = []
+        added = []
         for r in ranges:
-            prog = progress.get((r.target_topic, r.partition))
+            prog = progress.get(r.key)
             result = PartitionResult(r.topic, r.partition, r.target_topic, r.end, started_ms=started)
             state = PartitionState(r, result, r.start, prog.next_offset if prog else None, r.topic_id)
             self._resume(state, prog, lows[r.key])
-            states.append(state)
-        return states
+            state.origin = state.next_offset
+            state.committed_at = time.monotonic()
+            self.states[r.key] = state
+            added.append(state)
+        self.writer.track(list(self.states.values()))
+        active = [s for s in added if s.active]
+        self.remaining |= {s.range.key for s in active}
+        assignment = [TopicPartition(s.range.topic, s.range.partition, s.next_offset) for s in active]
+        if assignment:
+            self.consumer.incremental_assign(assignment)
+            self.consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
+            self._wake_fetchers(assignment)
+        return added
+
+    def remove(self, keys: Iterable[Key]) -> None:
+        """Stop copying these partitions (after a commit: their progress is on the target)."""
+        from confluent_kafka import TopicPartition
+
+        gone = [self.states.pop(key) for key in keys if key in self.states]
+        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+        drop = [TopicPartition(s.range.topic, s.range.partition) for s in gone if s.range.key in assigned]
+        if drop:
+            self.consumer.incremental_unassign(drop)
+        self.remaining -= {s.range.key for s in gone}
+        self.replan -= {s.range.key for s in gone}
+        self.writer.track(list(self.states.values()))
 
     def _resume(self, state: PartitionState, prog: Progress | None, low: int) -> None:
         r = state.range
@@ -105,7 +139,7 @@ class SlotCopier:
             # Deleted and created again: offsets restart, and whatever the old topic held past our
             # progress is gone. What was planned is known; records written after the last plan
             # cannot be, so a recreation is always reported, even when no lost offset is known.
-            old_end = max(prog.next_offset, r.start)
+            old_end = max(prog.next_offset, r.start) if not state.open_ended else prog.next_offset
             reason = (
                 f"of the old topic were lost when it was deleted and recreated (topic id {prog.topic_id} -> "
                 f"{r.topic_id}; records written after the last plan are not known)"
@@ -126,33 +160,58 @@ class SlotCopier:
         if losses and self.fail_on_loss:
             state.blocked = True
 
-    # --- the copy loop ------------------------------------------------------------------------
-    def _copy(self, writer: TargetWriter, states: list[PartitionState], active: list[PartitionState]) -> None:
+    @property
+    def blocked(self) -> bool:
+        """A loss under on_data_loss=fail: the driver must stop the flow."""
+        return any(s.blocked for s in self.states.values())
+
+    # --- copying ------------------------------------------------------------------------------
+    def step(self, wait_s: float) -> int:
+        """Copy what the consumer holds; wait up to ``wait_s`` for a first record if it holds none."""
+        messages = self.consumer.consume(CONSUME_BATCH, 0)
+        if not messages and wait_s > 0:
+            first = self.consumer.poll(wait_s)
+            if first is not None:
+                messages = [first, *self.consumer.consume(CONSUME_BATCH, 0)]
+        if messages:
+            self._handle(messages)
+        self.writer.producer.poll(0)
+        return len(messages)
+
+    def commit(self) -> None:
+        self.writer.commit(list(self.states.values()))
+
+    def rewind(self) -> None:
+        """After an aborted transaction: every partition reads again from its committed progress."""
         from confluent_kafka import TopicPartition
 
-        consumer = self._source_consumer()
-        by_source = {s.range.key: s for s in states}
-        assignment = [TopicPartition(s.range.topic, s.range.partition, s.next_offset) for s in active]
-        consumer.assign(assignment)
-        consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
-        self._wake_fetchers(consumer, assignment)
-        remaining = {s.range.key for s in active}
-        last_activity = time.monotonic()
-        try:
-            while remaining:
-                messages = consumer.consume(CONSUME_BATCH, POLL_TIMEOUT_S)
-                if messages:
-                    last_activity = time.monotonic()
-                    self._handle(writer, consumer, by_source, remaining, messages)
-                elif time.monotonic() - last_activity > STALL_TIMEOUT_S:
-                    raise self._stalled(by_source, remaining)
-                writer.producer.poll(0)
-                if writer.chunk_full():
-                    writer.commit(states)
-        finally:
-            consumer.unassign()
+        if not self.writer.usable:  # the abort failed and the producer was dropped: start a new one
+            self.writer.release()
+            self.writer = TargetWriter(self.job, self.cache)
+            self.writer.track(list(self.states.values()))
+            self._check_owner()
+        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+        for state in self.states.values():
+            offset = state.rewind()
+            if state.range.key in assigned and not state.blocked:
+                self.consumer.seek(TopicPartition(state.range.topic, state.range.partition, offset))
+                self.consumer.resume([TopicPartition(state.range.topic, state.range.partition)])
+                self.remaining.add(state.range.key)
 
-    def _wake_fetchers(self, consumer: Any, assignment: list[Any]) -> None:
+    def results(self) -> list[PartitionResult]:
+        finished = int(time.time() * 1000)
+        for state in self.states.values():
+            state.result.next_offset = state.committed if state.committed is not None else state.range.start
+            state.result.finished_ms = finished
+        return [s.result for s in self.states.values()]
+
+    def close(self) -> None:
+        """The task is over: abort what is open, give the consumer's partitions back."""
+        self.writer.abort()
+        self.writer.release()
+        self.consumer.unassign()
+
+    def _wake_fetchers(self, assignment: list[Any]) -> None:
         """librdkafka starts fetching a newly assigned partition when the leader's broker thread
         next wakes up, which on an idle connection is up to 1 s later: measured here, 1 in 2
         continuous-mode batches waited 1.0 s for it. Any request to the leader wakes that thread
@@ -167,36 +226,30 @@ class SlotCopier:
                 if (tp.topic, tp.partition) in leaders:
                     by_leader.setdefault(leaders[(tp.topic, tp.partition)], tp)
             for tp in by_leader.values():
-                consumer.get_watermark_offsets(tp, timeout=WAKE_TIMEOUT_S, cached=False)
+                self.consumer.get_watermark_offsets(tp, timeout=WAKE_TIMEOUT_S, cached=False)
         except (KafkaException, SrmError) as exc:  # only a shortcut: fetching starts on its own anyway
             log.debug("waking the fetchers of %s failed: %s", self.job.source.alias, exc)
 
-    def _handle(
-        self,
-        writer: TargetWriter,
-        consumer: Any,
-        by_source: dict[tuple[str, int], PartitionState],
-        remaining: set[tuple[str, int]],
-        messages: list[Any],
-    ) -> None:
+    def _handle(self, messages: list[Any]) -> None:
         """The per-record path (profiled in bench/REPORT.md): only what each record needs here;
         counts, sizes and ages are added up per partition after the loop."""
         polled_ms = time.time() * 1000
-        produce = writer.produce
+        produce = self.writer.produce
+        states = self.states
         # state -> where this call's records start in state.produced and state.stamps
         touched: dict[PartitionState, tuple[int, int]] = {}
         for message in messages:
-            state = by_source.get((message.topic(), message.partition()))
+            state = states.get((message.topic(), message.partition()))
             if state is None or state.done:
                 continue
             error = message.error()
             if error is not None:
-                self._event(consumer, state, remaining, message, error)
+                self._event(state, message, error)
                 continue
             offset = message.offset()
             end = state.range.end
             if offset >= end:
-                self._finish(consumer, state, remaining, end)
+                self._finish(state, end)
                 continue
             if state not in touched:
                 touched[state] = (len(state.produced), len(state.stamps))
@@ -205,81 +258,79 @@ class SlotCopier:
             state.result.bytes += produce(state, message, offset, message.timestamp()[1])
             state.next_offset = offset + 1
             if offset + 1 >= end:
-                self._finish(consumer, state, remaining, end)
+                self._finish(state, end)
         for state, (first, first_stamp) in touched.items():
             result = state.result
             result.last_offset = state.next_offset - 1
             result.records += len(state.produced) - first
             result.record_age.add_ages(polled_ms, state.stamps[first_stamp:])
 
-    def _event(
-        self, consumer: Any, state: PartitionState, remaining: set[tuple[str, int]], message: Any, error: Any
-    ) -> None:
+    def _event(self, state: PartitionState, message: Any, error: Any) -> None:
         name = error.name()
+        r = state.range
         if name == "_PARTITION_EOF":
+            if state.open_ended:
+                return  # caught up; more will come
             # Everything below the partition's end has been delivered (read_committed: the LSO).
-            if message.offset() >= state.range.end:
-                self._finish(consumer, state, remaining, state.range.end)
+            if message.offset() >= r.end:
+                self._finish(state, r.end)
             else:  # the log ends below the plan (truncated or recreated): the next batch re-plans
-                log.warning(
-                    "%s[%d] ends at %d, below the planned %d",
-                    state.range.topic,
-                    state.range.partition,
-                    message.offset(),
-                    state.range.end,
-                )
-                self._finish(consumer, state, remaining, None)
+                log.warning("%s[%d] ends at %d, below the planned %d", r.topic, r.partition, message.offset(), r.end)
+                self._finish(state, None)
             return
         if name in ("_AUTO_OFFSET_RESET", "OFFSET_OUT_OF_RANGE"):
-            self._out_of_range(consumer, state, remaining)
+            self._out_of_range(state)
             return
-        if (
-            is_fatal(error)
-            or name.endswith("AUTHORIZATION_FAILED")
-            or name in ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC")
-        ):
+        if name in GONE and state.open_ended:
+            self._set_aside(state, f"{name}: the topic was deleted or is being recreated")
+            return
+        if is_fatal(error) or name.endswith("AUTHORIZATION_FAILED") or name in GONE:
             raise read_error(
-                error,
-                source=self.job.source.alias,
-                topic=state.range.topic,
-                partition=state.range.partition,
-                offset=state.next_offset,
+                error, source=self.job.source.alias, topic=r.topic, partition=r.partition, offset=state.next_offset
             )
-        log.warning("reading %s[%d]: %s (retrying)", state.range.topic, state.range.partition, error.str())
+        log.warning("reading %s[%d]: %s (retrying)", r.topic, r.partition, error.str())
 
-    def _out_of_range(self, consumer: Any, state: PartitionState, remaining: set[tuple[str, int]]) -> None:
+    def _out_of_range(self, state: PartitionState) -> None:
         """Retention deleted records while we were reading them."""
         from confluent_kafka import TopicPartition
 
-        low = list_offsets(self._source_admin(), [state.range.key], "earliest")[state.range.key]
+        r = state.range
+        low = list_offsets(self._source_admin(), [r.key], "earliest")[r.key]
         if low <= state.next_offset:
+            if state.open_ended:  # the log got shorter: recreated; the next lease plans it again
+                self._set_aside(state, f"offset {state.next_offset} is beyond the log, which starts at {low}")
+                return
             raise ReplicationError(
-                f"offset {state.next_offset} of topic {state.range.topic!r} partition {state.range.partition} "
+                f"offset {state.next_offset} of topic {r.topic!r} partition {r.partition} "
                 f"is out of range on {self.job.source.alias} although the log starts at {low}"
             )
-        self._account(state, [Loss(state.range.topic, state.range.partition, state.next_offset, low, RETENTION)])
+        self._account(state, [Loss(r.topic, r.partition, state.next_offset, low, RETENTION)])
         if state.blocked:
-            self._finish(consumer, state, remaining, None)
+            self._finish(state, None)
             return
         state.next_offset = low
-        if low >= state.range.end:
-            self._finish(consumer, state, remaining, state.range.end)
+        if low >= r.end:
+            self._finish(state, r.end)
         else:
-            consumer.seek(TopicPartition(state.range.topic, state.range.partition, low))
+            self.consumer.seek(TopicPartition(r.topic, r.partition, low))
 
-    def _finish(self, consumer: Any, state: PartitionState, remaining: set[tuple[str, int]], end: int | None) -> None:
+    def _set_aside(self, state: PartitionState, why: str) -> None:
+        """Continuous: stop reading a partition whose log changed under the copy until re-planned."""
+        log.warning("%s[%d]: %s; it is planned again at the next lease", state.range.topic, state.range.partition, why)
+        self.replan.add(state.range.key)
+        self._finish(state, None)
+
+    def _finish(self, state: PartitionState, end: int | None) -> None:
         from confluent_kafka import TopicPartition
 
         if end is not None and not state.blocked:
             state.next_offset = max(state.next_offset, end)
         state.done = True
-        remaining.discard(state.range.key)
-        consumer.pause([TopicPartition(state.range.topic, state.range.partition)])
+        self.remaining.discard(state.range.key)
+        self.consumer.pause([TopicPartition(state.range.topic, state.range.partition)])
 
-    def _stalled(
-        self, by_source: dict[tuple[str, int], PartitionState], remaining: set[tuple[str, int]]
-    ) -> ReplicationError:
-        waiting = ", ".join(f"{t}[{p}] at offset {by_source[(t, p)].next_offset}" for t, p in sorted(remaining))
+    def stalled(self) -> ReplicationError:
+        waiting = ", ".join(f"{t}[{p}] at offset {self.states[(t, p)].next_offset}" for t, p in sorted(self.remaining))
         return ReplicationError(
             f"no record from {self.job.source.alias} ({self.job.source.describe()}) for {STALL_TIMEOUT_S:.0f} s while "
             f"copying {waiting}: is the source cluster reachable and does every partition have a leader?"
@@ -292,10 +343,56 @@ class SlotCopier:
 
         return self.cache.client(("source-consumer", self.job.flow.name), build)
 
+    def _progress_reader(self) -> Any:
+        def build() -> Any:
+            return clients.consumer(self.job.target, progress_group(self.job.flow.source), **PROGRESS_READER)
+
+        return self.cache.client(("progress", self.job.flow.name), build)
+
     def _source_admin(self) -> Any:
         return self.cache.client(("source-admin", self.job.flow.name), lambda: clients.admin_client(self.job.source))
 
 
+def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResult]:
+    """Available-now: copy the slot's ranges up to their planned ends, committing in chunks."""
+    loop = CopyLoop(job, cache)
+    try:
+        loop.add(job.ranges)
+        last_activity = time.monotonic()
+        while True:
+            while loop.remaining:
+                if loop.step(0.05):
+                    last_activity = time.monotonic()
+                elif time.monotonic() - last_activity > STALL_TIMEOUT_S:
+                    raise loop.stalled()
+                if loop.writer.chunk_full():
+                    commit_or_rewind(loop)
+            if commit_or_rewind(loop):  # else the aborted chunk is copied again
+                break
+    finally:
+        loop.close()
+    return loop.results()
+
+
+def commit_or_rewind(loop: CopyLoop) -> bool:
+    """Commit; after an aborted transaction rewind every partition instead. True if committed."""
+    try:
+        loop.commit()
+    except TransactionAborted:
+        loop.rewind()
+        return False
+    return True
+
+
+def worker_logging() -> None:
+    """In a Spark Python worker: the copier's lines go to the executor's log, as the driver's do."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
 def run_slot(job: CopyJob) -> list[dict[str, Any]]:
-    """Entry point of a Spark task: copy the slot's ranges, return one payload per partition."""
-    return [result.payload() for result in SlotCopier(job).run()]
+    """Entry point of an available-now Spark task: one payload per partition."""
+    worker_logging()
+    return [result.payload() for result in copy_to_end(job)]

@@ -98,5 +98,8 @@ class HistoryIngest:
                 "history_offset": offset,
                 "committed_at": committed,
             }
-            for source_first, target_first, length in record.runs
+            # A transaction that moved only the progress (nothing copied: a new partition's start,
+            # commit markers or aborted records skipped) keeps a row of length 0, so the history
+            # knows every position the flow ever committed (see srm.offsets.history.recorded_progress).
+            for source_first, target_first, length in record.runs or ((record.next_offset, -1, 0),)
         ]

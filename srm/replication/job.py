@@ -8,6 +8,8 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.replication.stats import LatencyStats
 
+OPEN_END = 2**63 - 1  # the end of a continuous range: copy whatever arrives
+
 
 @dataclass(frozen=True)
 class CopyRange:
@@ -32,8 +34,22 @@ class CopyRange:
 
 
 @dataclass(frozen=True)
+class Lease:
+    """Continuous mode: how long a task holds its slot, and how its copier commits.
+
+    A later ownership record of the same epoch with a higher lease number ends this lease early;
+    one of another epoch means the flow was taken over.
+    """
+
+    number: int
+    seconds: float
+    transaction_interval_ms: int
+
+
+@dataclass(frozen=True)
 class CopyJob:
-    """One slot's share of a micro-batch: its ranges and what it needs to reach both clusters."""
+    """One slot's share of a micro-batch (available-now) or of a lease (continuous): its ranges,
+    its epoch of the flow's ownership, and what it needs to reach both clusters."""
 
     flow: Flow
     source: Cluster
@@ -41,12 +57,18 @@ class CopyJob:
     slot: int
     ranges: tuple[CopyRange, ...]
     history_topic: str
+    progress_topic: str
+    epoch: int
+    owners_run: str  # the run that owns ``epoch`` (a newer epoch of the same run is no takeover)
+    owners_offset: int  # where the task starts reading the flow's ownership records
     mm2_syncs_on_target: str | None = None  # MM2 offset-syncs topic when it lives on the target
+    lease: Lease | None = None  # None: available-now, copy the ranges to their ends and return
 
     @property
     def transactional_id(self) -> str:
-        # Stable per (flow, slot): a restarted or retried task fences any zombie of the same slot.
-        return f"srm-replicate.{self.flow.source}.{self.flow.target}.{self.slot}"
+        from srm.replication.ownership import copy_transactional_id
+
+        return copy_transactional_id(self.flow, self.epoch, self.slot)
 
 
 @dataclass(frozen=True)

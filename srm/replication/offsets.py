@@ -50,3 +50,17 @@ def ranges(start: Offsets, end: Offsets, remote: dict[str, str]) -> list[CopyRan
         if stop > origin or initial or recreated:
             out.append(CopyRange(topic, partition, origin, stop, new_ids.get(topic, ""), remote[topic], initial))
     return out
+
+
+def lease_ranges(start: Offsets, end: Offsets, remote: dict[str, str]) -> list[CopyRange]:
+    """Continuous mode: every partition of ``end``, from where the previous plan left it (the
+    copier resumes from the target's progress anyway), up to its planned end (for the lag)."""
+    begin, finish = positions(start), positions(end)
+    first = {**positions(start, "initial"), **positions(end, "initial")}
+    new_ids = end.get("ids", {})
+    out = []
+    for (topic, partition), stop in sorted(finish.items()):
+        initial = (topic, partition) in first
+        origin = begin.get((topic, partition), first.get((topic, partition), stop))
+        out.append(CopyRange(topic, partition, origin, stop, new_ids.get(topic, ""), remote[topic], initial))
+    return out

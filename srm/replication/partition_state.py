@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from srm.replication.job import CopyRange, PartitionResult
+from srm.replication.job import OPEN_END, CopyRange, PartitionResult
 from srm.replication.runs import RunTracker
 
 
@@ -17,6 +17,8 @@ class PartitionState:
     topic_id: str
     blocked: bool = False  # data loss under on_data_loss=fail: neither copy nor commit
     done: bool = False
+    origin: int = 0  # where copying began when nothing was committed yet (a rewind goes back here)
+    committed_at: float = 0.0  # monotonic time of the last commit of this partition's progress
     tracker: RunTracker = field(default_factory=RunTracker)
     # The records produced since the last commit, in produce order: their source offsets, their
     # CreateTimes (of those that have one) and the target offsets acknowledged so far (a
@@ -25,6 +27,7 @@ class PartitionState:
     produced: list[int] = field(default_factory=list)
     stamps: list[int] = field(default_factory=list)
     acked: list[int] = field(default_factory=list)
+    saved: tuple[int, int] = (0, 0)  # result.records and result.bytes at the last commit
 
     @property
     def target(self) -> tuple[str, int]:
@@ -38,3 +41,25 @@ class PartitionState:
     @property
     def active(self) -> bool:
         return not self.blocked and not self.done and self.next_offset < self.range.end
+
+    @property
+    def open_ended(self) -> bool:
+        """Continuous mode: copy whatever arrives, never finish at a planned end."""
+        return self.range.end == OPEN_END
+
+    def committed_now(self, at: float) -> None:
+        """The progress and records since the last commit are on the target now."""
+        self.committed = self.next_offset
+        self.committed_at = at
+        self.saved = (self.result.records, self.result.bytes)
+
+    def rewind(self) -> int:
+        """Forget what was produced since the last commit (its transaction was aborted); returns
+        the offset to read from again."""
+        self.next_offset = self.committed if self.committed is not None else self.origin
+        self.produced.clear()
+        self.stamps.clear()
+        self.acked.clear()
+        self.result.records, self.result.bytes = self.saved
+        self.done = False
+        return self.next_offset

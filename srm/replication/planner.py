@@ -7,6 +7,15 @@ configuration file is re-read when it changes. Ends are last stable offsets (rea
 Where a partition starts the first time: the target's committed progress if there is any, else
 the flow's ``start`` position for partitions that exist when the flow starts, and the earliest
 offset for partitions that appear later (everything in them is new).
+
+The target's progress is a consumer-group offset, which the target cluster deletes after
+``offsets.retention.minutes`` without a commit (a flow stopped for longer, a partition idle
+while an old job ran). Where it is missing for a partition the flow has copied before, the plan
+resumes from the progress the flow's sync history recorded in the same transactions, so a
+restart never copies a record twice.
+
+In continuous mode every plan is a *lease* (see :mod:`srm.replication.resident`): it names every
+partition of the flow, with the position each one resumes from, and a lease number.
 """
 
 from __future__ import annotations
@@ -19,9 +28,11 @@ from srm import clients
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
 from srm.control_lists import ControlReader
+from srm.errors import ClusterUnreachableError
+from srm.offsets.history import recorded_progress
 from srm.replication import offsets as plan
 from srm.replication.job import CopyRange
-from srm.replication.progress import progress_group, read_group_progress
+from srm.replication.progress import read_flow_progress
 from srm.replication.selector import TopicSelector
 from srm.topics import list_offsets, offsets_for_time, partition_counts, topic_ids
 
@@ -29,7 +40,8 @@ log = logging.getLogger(__name__)
 
 
 class Planner:
-    def __init__(self, config_path: str, source: str, target: str) -> None:
+    def __init__(self, config_path: str, source: str, target: str, mode: str = "available-now") -> None:
+        self.mode = mode
         self.config_path = config_path
         self.source_alias, self.target_alias = source, target
         self._mtime = 0.0
@@ -89,18 +101,10 @@ class Planner:
     def initial(self) -> plan.Offsets:
         """Where a query without a Spark checkpoint starts: progress on the target, else ``start``."""
         ends, ids = self.snapshot()
-        remote = [(self.selector.remote(t), p) for t, p in ends]
-        # Not stable: a killed job's open transaction would block the read until it times out, and
-        # the copier re-reads the stable progress after fencing that transaction anyway.
-        progress = read_group_progress(
-            self.config.cluster(self.target_alias), progress_group(self.source_alias), remote, stable=False
-        )
-        positions: plan.Positions = {}
-        fresh = [tp for tp in ends if (self.selector.remote(tp[0]), tp[1]) not in progress]
+        resume = self.resume_positions(list(ends), ids)
+        fresh = [tp for tp in ends if tp not in resume]
         starts = self._start_positions(fresh, ends)
-        for tp in ends:
-            done = progress.get((self.selector.remote(tp[0]), tp[1]))
-            positions[tp] = done.next_offset if done else starts[tp]
+        positions = {tp: resume.get(tp, starts.get(tp, 0)) for tp in ends}
         log.info(
             "flow %s starts at %d partition(s) with progress on %s and %d without",
             self.flow.name,
@@ -108,20 +112,61 @@ class Planner:
             self.target_alias,
             len(fresh),
         )
-        return plan.build(positions, ids, {tp: positions[tp] for tp in fresh})
+        return self._leased(plan.build(positions, ids, {tp: positions[tp] for tp in fresh}), {})
 
     def latest(self, start: plan.Offsets) -> plan.Offsets:
-        """The next plan after ``start``: current ends; ``start`` itself when nothing changed."""
-        ends, ids = self.snapshot()
+        """The next plan after ``start``: current ends; ``start`` itself when nothing changed
+        (continuous mode: always a new lease, unless the source does not answer: then no new
+        plan yet, and Spark asks again)."""
+        try:
+            ends, ids = self.snapshot()
+        except ClusterUnreachableError as exc:
+            if self.mode != "continuous":
+                raise
+            log.warning("flow %s: no new lease while %s does not answer: %s", self.flow.name, self.source_alias, exc)
+            return start
         known = plan.positions(start)
         new = [tp for tp in ends if tp not in known]
         initial = list_offsets(self.source_admin, new, "earliest") if new else {}
         end = plan.build(ends, ids, initial)
-        return start if plan.same(start, end) and not new else end
+        if self.mode != "continuous" and plan.same(start, end) and not new:
+            return start
+        return self._leased(end, start)
+
+    def _leased(self, offsets: plan.Offsets, previous: plan.Offsets) -> plan.Offsets:
+        if self.mode != "continuous":
+            return offsets
+        return {**offsets, "lease": int(previous.get("lease", 0)) + 1}
 
     def ranges(self, start: plan.Offsets, end: plan.Offsets) -> list[CopyRange]:
+        """What to copy between two plans; in continuous mode every partition of ``end`` (a lease).
+        A range's start is only a plan: the copier resumes from the progress on the target."""
         remote = {t: self.selector.remote(t) for t, _ in plan.positions(end)}
-        return plan.ranges(start, end, remote)
+        between = plan.lease_ranges if self.mode == "continuous" else plan.ranges
+        return between(start, end, remote)
+
+    def resume_positions(self, partitions: list[tuple[str, int]], ids: dict[str, str]) -> plan.Positions:
+        """Where each partition resumes: its progress on the target, else (the progress of an
+        earlier version, kept as group offsets, expired after offsets.retention.minutes) the
+        progress the flow's sync history recorded in the same transactions."""
+        if not partitions:
+            return {}
+        target = self.config.cluster(self.target_alias)
+        progress = read_flow_progress(target, self.flow, partitions)
+        found = {tp: progress[tp].next_offset for tp in partitions if tp in progress}
+        missing = [tp for tp in partitions if tp not in found]
+        if missing:
+            recorded = recorded_progress(self.config, self.flow)
+            for tp in missing:
+                offset, topic_id = recorded.get(tp, (None, None))
+                if offset is not None and topic_id == ids.get(tp[0]):
+                    found[tp] = offset
+                    log.warning(
+                        "flow %s: no progress of %s[%d] on %s (an earlier version's group offsets expired?); "
+                        "resuming at offset %d, from the flow's sync history",
+                        *(self.flow.name, tp[0], tp[1], self.target_alias, offset),
+                    )
+        return found
 
     def _start_positions(self, partitions: list[tuple[str, int]], ends: plan.Positions) -> plan.Positions:
         start = self.flow.settings.start

@@ -1,84 +1,104 @@
 """Replication progress: where the copy of each source partition stands, stored on the target.
 
-Progress is a consumer-group offset on the target cluster, committed with
-``send_offsets_to_transaction`` in the same Kafka transaction as the records it covers, so the
-target can never hold records its progress does not count, or count records it does not hold.
-The group is ``__srm.replicate.<source>`` (the ``__`` prefix keeps it out of every flow's group
-filter); the key is the remote topic-partition; the offset is the next *source* offset to copy;
-the commit metadata carries the source topic id, which changes when a topic is recreated.
+Progress is a record per source partition in the compacted topic ``srm-offsets.<source>.internal``
+on the target (:class:`srm.records.ProgressRecord`), written in the same Kafka transaction as the
+records it counts, so the target can never hold records its progress does not count, or count
+records it does not hold. Its offset is the next *source* offset to copy; it carries the source
+topic id, which changes when a topic is recreated. Reading it read_committed up to its end waits
+for nothing: every open transaction of the flow was aborted when the run claimed the flow.
+
+A compacted topic never expires, unlike consumer-group offsets (``offsets.retention.minutes``),
+and writing it needs no ``send_offsets_to_transaction``, whose librdkafka implementation can hang
+past its timeout once the group coordinator was down (librdkafka issues #5456 and #5511).
+Progress written by earlier versions as offsets of the group ``__srm.replicate.<source>`` is
+still read for partitions the topic does not know yet.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from srm.config.model import Cluster
+from srm.config.model import Cluster, Flow
+from srm.errors import RecordFormatError
+from srm.internal_topics import progress_topic_name
+from srm.records import ProgressRecord
 from srm.retry import retrying
+from srm.topics import read_to_end
 
+log = logging.getLogger(__name__)
 METADATA_PREFIX = "srm1:"
+Key = tuple[str, int]  # source topic, partition
 
 
 def progress_group(source: str) -> str:
+    """The consumer group earlier versions kept the progress in (read only, as a fallback)."""
     return f"__srm.replicate.{source}"
 
 
 @dataclass(frozen=True)
 class Progress:
     next_offset: int
-    topic_id: str  # "" when unknown (committed by an older writer)
+    topic_id: str  # "" when unknown
 
 
-def encode_metadata(topic_id: str) -> str:
-    return METADATA_PREFIX + topic_id
+def read_progress(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
+    """The progress of ``partitions`` (source topic, partition): the progress topic, else the
+    legacy group offsets. ``consumer``: a read_committed consumer of the target with
+    ``enable.partition.eof``."""
+    if not partitions:
+        return {}
+    wanted = set(partitions)
+    found: dict[Key, Progress] = {}
+    topic = progress_topic_name(flow)
+    exists = retrying(lambda: consumer.list_topics(topic, timeout=30), f"cannot look up {topic}").topics[topic]
+    for message in read_to_end(consumer, topic, 0) if exists.error is None else ():
+        try:
+            record = ProgressRecord.from_message(message)
+        except RecordFormatError as exc:  # never stop a flow over one unreadable record
+            log.error("ignored: %s", exc)
+            continue
+        if (record.topic, record.partition) in wanted:
+            found[(record.topic, record.partition)] = Progress(record.next_offset, record.topic_id)
+    missing = [key for key in partitions if key not in found]
+    if missing:
+        found.update(_legacy(consumer, flow, missing))
+    return found
+
+
+def read_flow_progress(cluster: Cluster, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
+    """``read_progress`` with a consumer of its own (driver side)."""
+    from srm import clients
+
+    consumer = clients.consumer(cluster, progress_group(flow.source), **PROGRESS_READER)
+    try:
+        return read_progress(consumer, flow, partitions)
+    finally:
+        consumer.close()
+
+
+# How a progress reader reads: to the end (EOF), without waiting long at it.
+PROGRESS_READER = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
+
+
+def _legacy(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
+    """Progress of earlier versions: offsets of the group ``__srm.replicate.<source>``, keyed by
+    the remote topic (a consumer's ``committed()``: librdkafka 2.16's admin call crashes on
+    NOT_COORDINATOR, librdkafka issue #5040)."""
+    from confluent_kafka import TopicPartition
+
+    remote = {(flow.policy.format_remote_topic(flow.source, t), p): (t, p) for t, p in partitions}
+    request = [TopicPartition(t, p) for t, p in remote]
+    committed = retrying(lambda: consumer.committed(request, timeout=30), "cannot read replication progress")
+    return {
+        remote[(tp.topic, tp.partition)]: Progress(tp.offset, decode_metadata(tp.metadata))
+        for tp in committed
+        if tp.offset >= 0
+    }
 
 
 def decode_metadata(metadata: str | None) -> str:
     if metadata and metadata.startswith(METADATA_PREFIX):
         return metadata[len(METADATA_PREFIX) :]
     return ""
-
-
-def read_progress(
-    consumer: Any, partitions: list[tuple[str, int]], timeout_s: float = 30.0
-) -> dict[tuple[str, int], Progress]:
-    """Committed progress of target topic-partitions, waiting for pending transactions to settle.
-
-    ``consumer`` is a target-cluster consumer of the progress group with read_committed isolation,
-    which makes librdkafka ask for stable offsets (KIP-447).
-    """
-    from confluent_kafka import TopicPartition
-
-    if not partitions:
-        return {}
-    request = [TopicPartition(t, p) for t, p in partitions]
-    committed = retrying(lambda: consumer.committed(request, timeout=timeout_s), "cannot read replication progress")
-    return {
-        (tp.topic, tp.partition): Progress(tp.offset, decode_metadata(tp.metadata))
-        for tp in committed
-        if tp.offset >= 0
-    }
-
-
-def read_group_progress(
-    cluster: Cluster, group: str, partitions: list[tuple[str, int]], *, stable: bool = True
-) -> dict[tuple[str, int], Progress]:
-    """Committed progress of ``partitions`` in ``group`` on ``cluster`` (driver side).
-
-    ``stable`` waits for pending transactions of the group to settle (KIP-447); a killed job's open
-    transaction keeps offsets pending until its transactional id is fenced or it times out, so
-    ``stable=False`` is for questions the last committed progress answers (does any exist?).
-
-    Reads through a consumer rather than ``AdminClient.list_consumer_group_offsets``: in
-    librdkafka 2.16 the admin call dereferences a null group handle when the broker answers
-    NOT_COORDINATOR (librdkafka issue #5040), which kills the process on a freshly started
-    cluster; the consumer's own coordinator lookup handles that answer.
-    """
-    from srm import clients
-
-    isolation = {} if stable else {"isolation.level": "read_uncommitted"}
-    consumer = clients.consumer(cluster, group, **isolation)
-    try:
-        return read_progress(consumer, partitions)
-    finally:
-        consumer.close()

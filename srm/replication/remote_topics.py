@@ -16,7 +16,7 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.errors import TopicConflictError
 from srm.internal_topics import capped_replication_factor
-from srm.replication.progress import progress_group, read_group_progress
+from srm.replication.progress import read_flow_progress
 from srm.topic_configs import configs_to_copy
 from srm.topics import (
     broker_count,
@@ -46,10 +46,8 @@ class RemoteTopics:
             return
         self.listed = None
         target_counts = partition_counts(self.target_admin, include_internal=True)
-        existing = [(r, p) for r in map(self._remote, todo) for p in range(target_counts.get(r, 0))]
-        # not stable: a killed job's pending transaction must not block this (the copier fences it later)
-        committed = read_group_progress(self.target, progress_group(self.flow.source), existing, stable=False)
-        ours = {topic for topic, _ in committed}
+        existing = [(t, p) for t in todo for p in range(target_counts.get(self._remote(t), 0))]
+        ours = {self._remote(topic) for topic, _ in read_flow_progress(self.target, self.flow, existing)}
         for topic, partitions in todo.items():
             remote = self._remote(topic)
             found = target_counts.get(remote)

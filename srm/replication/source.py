@@ -1,4 +1,5 @@
-"""The Spark streaming source ``srm-kafka``: plans offset ranges; it never reads a record.
+"""The Spark streaming source ``srm-kafka``: plans offset ranges (leases in continuous mode); it
+never reads a record.
 
 Spark calls ``initialOffset``/``latestOffset``/``partitions`` in a Python process of its own
 on the driver and checkpoints the offsets it returns; ``read`` runs in a task and turns the
@@ -41,7 +42,8 @@ class PlanReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._planner is None:
             from srm.replication.planner import Planner
 
-            self._planner = Planner(self.options["config"], self.options["source"], self.options["target"])
+            options = self.options
+            self._planner = Planner(options["config"], options["source"], options["target"], options.get("mode", ""))
         return self._planner
 
     def initialOffset(self) -> dict[str, Any]:

@@ -1,46 +1,81 @@
 """Writing copied records to the target, committed together with progress and history.
 
-Per chunk (a Kafka transaction when exactly_once): the records, then one history record per
-partition in ``srm-offset-syncs.<source>.internal`` with the exact offset runs (and MM2
-OffsetSyncs when that topic lives on the target), then the progress offsets through
-``send_offsets_to_transaction``, then the commit. Either all of it is visible on the target or
+Per transaction (when exactly_once): the records, then per partition one history record in
+``srm-offset-syncs.<source>.internal`` with the exact offset runs (and MM2 OffsetSyncs when that
+topic lives on the target) and one progress record in ``srm-offsets.<source>.internal``
+(:mod:`srm.replication.progress`), then the commit. Either all of it is visible on the target or
 none of it; a crash anywhere leaves an open transaction that the next writer of the same
-transactional id aborts when it starts. Without exactly_once the same order is kept with an
-idempotent producer and a plain offset commit after the flush: a crash between the two copies
-the chunk again (at-least-once).
+transactional id, or the next run's fencing (:mod:`srm.replication.ownership`), aborts. Without
+exactly_once the same order is kept with an idempotent producer, the progress records produced
+after the records are acknowledged: a crash between the two copies the records again
+(at-least-once).
+
+Failures of a transaction call follow librdkafka's classes: a retriable error repeats the call
+(the target's leader or coordinator moved, the broker restarts); an abortable one aborts the
+transaction and raises TransactionAborted, after which the copier rewinds its partitions to the
+committed progress and goes on; a fatal one (fenced, or the producer is unusable) drops the
+producer and raises.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from srm import clients
 from srm.errors import ReplicationError
-from srm.records import OffsetRunsRecord, OffsetSync
+from srm.records import OffsetRunsRecord, OffsetSync, ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
 from srm.replication.kafka_errors import KNOWN_WRITE_ERRORS, write_error
 from srm.replication.partition_state import PartitionState
-from srm.replication.progress import encode_metadata, progress_group
-from srm.replication.runs import mm2_syncs
+from srm.replication.progress import PROGRESS_READER, progress_group
+from srm.replication.runs import OffsetRun, mm2_syncs
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-# Bounds of one transaction: the broker aborts transactions older than transaction.timeout.ms
-# (librdkafka default 60 s), and a smaller transaction makes records visible sooner.
+# Bounds of one transaction in available-now mode (continuous mode commits every
+# transaction.interval.ms): the broker aborts transactions older than transaction.timeout.ms,
+# and a smaller transaction makes records visible sooner.
 CHUNK_MAX_RECORDS = 200_000
 CHUNK_MAX_BYTES = 128 * 1024 * 1024
 CHUNK_MAX_SECONDS = 10.0
 FLUSH_TIMEOUT_S = 120.0
 TXN_TIMEOUT_S = 60.0
+# A transaction call that keeps failing with retriable errors this long (the target unreachable)
+# gives up: the task fails and Spark retries it.
+RETRY_FOR_S = 120.0
+FENCED = ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH")
+# Delivery failures that a later attempt can get past (the target's broker was down or a leader
+# moved for longer than librdkafka retried): the transaction is aborted and copied again.
+TRANSIENT = (
+    "_MSG_TIMED_OUT",
+    "_TIMED_OUT",
+    "REQUEST_TIMED_OUT",
+    "_TRANSPORT",
+    "NOT_ENOUGH_REPLICAS",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_OR_FOLLOWER",
+    "_PURGE_QUEUE",
+    "_PURGE_INFLIGHT",
+)
 PRODUCER_SETTINGS = {
     "linger.ms": 5,
     "batch.size": 1_000_000,
+    # What librdkafka may hold before the broker acknowledges it: 100 ms of the brokers' limit
+    # here is ~25 MB at 1 KiB records; more only adds memory (the default is 1 GiB).
     "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 64 * 1024,
     "transaction.timeout.ms": 120_000,
 }
+
+
+class TransactionAborted(Exception):
+    """The open transaction was aborted after an abortable error: rewind to the committed progress."""
 
 
 class _Router:
@@ -67,6 +102,8 @@ class TargetWriter:
         self.chunk_records = 0
         self.chunk_bytes = 0
         self.chunk_started = 0.0
+        self.commits = 0
+        self.usable = True  # False once the producer was dropped: the copier builds a new writer
         self.error: tuple[Any, PartitionState, int, int] | None = None
 
     @property
@@ -83,15 +120,14 @@ class TargetWriter:
         producer = clients.producer(self.job.target, **settings)
         if self.exactly_once:
             try:
-                producer.init_transactions(TXN_TIMEOUT_S)
+                self._retry(lambda: producer.init_transactions(TXN_TIMEOUT_S))
             except Exception as exc:
                 raise self._api_error(exc, "starting transactions") from None
         return producer, router
 
     def _build_target_consumer(self) -> Any:
-        # Reads committed progress (read_committed makes librdkafka ask for stable offsets) and
-        # provides the group metadata that send_offsets_to_transaction needs. Never subscribes.
-        return clients.consumer(self.job.target, progress_group(self.job.flow.source))
+        # Reads the committed progress and the ownership records of the flow. Never subscribes.
+        return clients.consumer(self.job.target, progress_group(self.job.flow.source), **PROGRESS_READER)
 
     def track(self, states: list[PartitionState]) -> None:
         self.by_target = {s.target: s for s in states}
@@ -102,7 +138,7 @@ class TargetWriter:
         copy loop's per-record path: keep it lean, see bench/REPORT.md "Profile"). Returns the value's size."""
         value = message.value()
         value_size = len(value) if value else 0
-        if not self.in_transaction and self.exactly_once:
+        if not self.in_transaction:
             self._begin()
         r = state.range
         while True:
@@ -119,6 +155,10 @@ class TargetWriter:
             except BufferError:  # local queue full: let delivery reports drain it
                 self.producer.poll(0.05)
             except Exception as exc:
+                if self.exactly_once and self.error is None:
+                    # A failed transaction refuses every later record ("Erroneous state"): the
+                    # cause is in a delivery report; _flush collects it and raises it instead.
+                    self._flush()
                 raise self._record_error(exc, state, offset, value_size) from None
         state.produced.append(offset)
         if timestamp > 0:
@@ -136,13 +176,14 @@ class TargetWriter:
             return
         # A broker rejects a whole batch of records at once: name the largest one, which for
         # "record too large" is the culprit.
-        source_offset = state.produced[len(state.acked)]
+        source_offset = state.produced[len(state.acked)] if len(state.acked) < len(state.produced) else -1
         state.acked.append(-1)  # keeps acked[i] aligned with produced[i]; the commit fails
         size = len(message.value() or b"")
         if self.error is None or size > self.error[3]:
             self.error = (error, state, source_offset, size)
 
     def chunk_full(self) -> bool:
+        """Available-now: the open transaction reached one of its bounds."""
         if not self.chunk_records:
             return False
         return (
@@ -151,42 +192,63 @@ class TargetWriter:
             or time.monotonic() - self.chunk_started >= CHUNK_MAX_SECONDS
         )
 
+    def due_in(self, interval_s: float) -> float | None:
+        """Continuous: seconds until the open transaction is due (<= 0: now), None if none is open."""
+        if not self.chunk_records:
+            return None
+        if self.chunk_records >= CHUNK_MAX_RECORDS or self.chunk_bytes >= CHUNK_MAX_BYTES:
+            return 0.0
+        return self.chunk_started + interval_s - time.monotonic()
+
     # --- commit ------------------------------------------------------------------------------
-    def commit(self, states: list[PartitionState]) -> None:
+    def commit(self, states: Sequence[PartitionState]) -> None:
         """Make everything produced so far, and the progress of ``states``, visible at once."""
         dirty = [s for s in states if s.dirty]
         if not dirty and not self.in_transaction:
             return
-        if self.exactly_once and not self.in_transaction:
+        if not self.in_transaction:
             self._begin()
         try:
             self._flush()
-            offsets = [self._history(s) for s in dirty]
+            pending = [self._history(s) for s in dirty]
+            for state in dirty:
+                self._progress(state)
             if self.exactly_once:
-                group = self.target_consumer.consumer_group_metadata()
-                self.producer.send_offsets_to_transaction(offsets, group, TXN_TIMEOUT_S)
-                self.producer.commit_transaction(TXN_TIMEOUT_S)
+                self._transactional(lambda: self.producer.commit_transaction(TXN_TIMEOUT_S))
             else:
                 self._flush()
-                self.target_consumer.commit(offsets=offsets, asynchronous=False)
-        except ReplicationError:
+        except (ReplicationError, TransactionAborted):
             self.abort()
             raise
         except Exception as exc:
             self.abort()
             raise self._api_error(exc, "committing a transaction") from None
+        self._committed(dirty, pending)
+
+    def _committed(self, dirty: list[PartitionState], pending: list[list[OffsetRun]]) -> None:
         self.in_transaction = False
+        self.commits += 1
         # Latency: from a record's CreateTime until it is visible on the target, which for a
         # read_committed consumer is the commit (at-least-once: the acknowledgement before it).
+        now = time.monotonic()
         visible_ms = time.time() * 1000
-        for state in dirty:
-            state.committed = state.next_offset
-            state.result.transactions += 1
-            state.result.latency.add_ages(visible_ms, state.stamps)
+        for state, runs in zip(dirty, pending, strict=True):
+            result = state.result
+            result.runs.extend((r.source_first, r.target_first, r.length) for r in runs)
+            if runs:
+                result.target_first = runs[0].target_first if result.target_first < 0 else result.target_first
+                result.target_last = runs[-1].target_end - 1
+            state.committed_now(now)
+            result.transactions += 1
+            result.latency.add_ages(visible_ms, state.stamps)
             state.stamps.clear()
         self.chunk_records = self.chunk_bytes = 0
 
     def _begin(self) -> None:
+        if not self.exactly_once:
+            self.in_transaction = True
+            self.chunk_started = time.monotonic()
+            return
         try:
             self.producer.begin_transaction()
         except Exception as exc:
@@ -199,6 +261,9 @@ class TargetWriter:
         if self.error is not None:
             error, state, offset, size = self.error
             self.error = None
+            if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
+                log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())
+                raise TransactionAborted(error.str())
             raise self._write_error(error, state, offset, size)
         if remaining:
             raise ReplicationError(
@@ -206,19 +271,14 @@ class TargetWriter:
                 f"({self.job.target.describe()}): is the cluster reachable?"
             )
 
-    def _history(self, state: PartitionState) -> Any:
-        from confluent_kafka import TopicPartition
-
+    def _history(self, state: PartitionState) -> list[OffsetRun]:
+        """Produce the history record of ``state``; the runs it holds (accounted for only once the
+        transaction commits)."""
         if state.acked:
             state.tracker.extend(state.produced, state.acked)
-            result = state.result
-            if result.target_first < 0:
-                result.target_first = state.acked[0]
-            result.target_last = state.acked[-1]
             state.produced.clear()
             state.acked.clear()
         runs = state.tracker.finish()
-        state.result.runs.extend((r.source_first, r.target_first, r.length) for r in runs)
         record = OffsetRunsRecord(
             state.range.topic,
             state.range.partition,
@@ -231,25 +291,62 @@ class TargetWriter:
             for upstream, downstream in mm2_syncs(runs):
                 sync = OffsetSync(state.range.topic, state.range.partition, upstream, downstream)
                 self.producer.produce(self.job.mm2_syncs_on_target, **sync.as_produce_kwargs())
-        return TopicPartition(
-            state.range.target_topic, state.range.partition, state.next_offset, metadata=encode_metadata(state.topic_id)
-        )
+        return runs
+
+    def _progress(self, state: PartitionState) -> None:
+        record = ProgressRecord(state.range.topic, state.range.partition, state.topic_id, state.next_offset)
+        self.producer.produce(self.job.progress_topic, **record.as_produce_kwargs())
 
     def abort(self) -> None:
-        if not (self.exactly_once and self.in_transaction):
+        if not self.in_transaction:
             return
         self.in_transaction = False
+        self.chunk_records = self.chunk_bytes = 0
+        if not self.exactly_once:
+            return
         try:
             self.producer.abort_transaction(TXN_TIMEOUT_S)
         except Exception as exc:  # the producer is unusable; the next task builds a new one
-            log.warning(
-                "aborting the transaction of %s failed (%s); dropping the producer", self.job.transactional_id, exc
-            )
+            log.warning("aborting the transaction of %s failed (%s); dropping the producer", self._slot, exc)
+            self.usable = False
             self.cache.drop_producer(self._producer_key)
 
     def release(self) -> None:
         """The task is over: delivery reports no longer belong to it."""
         self.router.sink = None
+
+    # --- transaction calls --------------------------------------------------------------------
+    @property
+    def _slot(self) -> str:
+        return self.job.transactional_id
+
+    def _retry(self, call: Callable[[], T]) -> T:
+        """``call()``, repeated while it fails with a retriable error (for up to RETRY_FOR_S)."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + RETRY_FOR_S
+        while True:
+            try:
+                return call()
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                if error is None or not error.retriable() or time.monotonic() > deadline:
+                    raise
+                log.warning("%s: %s (retrying)", self._slot, error.str())
+                time.sleep(0.2)
+
+    def _transactional(self, call: Callable[[], None]) -> None:
+        """A call inside the open transaction: retriable errors repeat it, abortable ones abort."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self._retry(call)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if error is not None and error.txn_requires_abort() and not error.fatal():
+                log.warning("%s: %s; aborting the transaction", self._slot, error.str())
+                raise TransactionAborted(error.str()) from None
+            raise
 
     # --- errors ------------------------------------------------------------------------------
     def _write_error(self, error: Any, state: PartitionState, offset: int, size: int) -> ReplicationError:
@@ -270,9 +367,15 @@ class TargetWriter:
 
     def _api_error(self, exc: Exception, doing: str) -> ReplicationError:
         """A failed transaction call: the producer is dropped, so the next task starts afresh."""
+        self.usable = False
         self.cache.drop_producer(self._producer_key)
         error = exc.args[0] if exc.args else exc
         name = error.name() if hasattr(error, "name") else ""
+        if name in FENCED:
+            return ProducerFencedError(
+                f"{self._slot} on {self.job.target.alias} was fenced while {doing}: a newer writer of this "
+                "slot or a newer owner of the flow took over; the open transaction is aborted"
+            )
         if name in KNOWN_WRITE_ERRORS:
             return write_error(
                 error,
@@ -286,6 +389,9 @@ class TargetWriter:
             )
         detail = error.str() if hasattr(error, "str") else str(error)
         return ReplicationError(
-            f"{doing} on {self.job.target.alias} ({self.job.target.describe()}) failed for "
-            f"{self.job.transactional_id}: {detail}"
+            f"{doing} on {self.job.target.alias} ({self.job.target.describe()}) failed for {self._slot}: {detail}"
         )
+
+
+class ProducerFencedError(ReplicationError):
+    """This slot's producer was fenced: the copier checks who owns the flow now."""

@@ -55,9 +55,7 @@ def test_topic_lists_change_a_running_flow_within_seconds(
     for topic in (warm, late):
         ensure_topic(admin, topic, 2)
         produce(env.west, topic, sequenced(2, 100))
-    run = start_replication(
-        spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()), trigger_seconds=0.5
-    )
+    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
     try:
         assert cli(env.path, "topics", *flow_args, "--add", warm)[0] == 0
         wait_for(lambda: target_records(env, warm) == 100, 60, "the first micro-batch")  # starts Python workers

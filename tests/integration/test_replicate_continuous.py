@@ -43,9 +43,7 @@ def target_records(env: Env, topic: str) -> int:
 def running(spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]) -> Any:
     prefix = unique("live")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [f"{prefix}-a.*"]}])
-    run = start_replication(
-        spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()), trigger_seconds=0.5
-    )
+    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
     warm = f"{prefix}-a0"  # the first micro-batch also starts Spark's Python workers: wait it out
     ensure_topic(clients.admin_client(env.west), warm, 1)
     produce(env.west, warm, sequenced(1, 1))

@@ -108,3 +108,13 @@ def test_console_script_usage_errors_exit_two() -> None:
     for command in ("validate", "import-mm2", "local"):
         helped = subprocess.run([str(script), command, "--help"], capture_output=True, text=True, check=False)
         assert helped.returncode == 0 and "--config" in helped.stdout and "--json" in helped.stdout
+
+
+def test_common_options_before_the_command_are_honoured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        "clusters:\n  x: {bootstrap.servers: '127.0.0.1:1'}\n  y: {bootstrap.servers: '127.0.0.1:2'}\n"
+        "flows:\n  - {source: x, target: y}\n"
+    )
+    assert main(["--config", str(other), "--json", "validate"]) == 0
+    assert json.loads(capsys.readouterr().out)["file"] == str(other)

@@ -1,0 +1,178 @@
+"""After a batch or lease is copied (driver side): MM2 offset syncs, metrics, losses, history.
+
+MM2 offset syncs go to the source's ``mm2-offset-syncs.<target>.internal`` (when that is where
+they live; on the target they were written in the transactions), metrics and losses to the
+warehouse, the exact history from its topic into the warehouse. All of it runs in a background
+thread, in batch order, so the next batch does not wait; ``close()`` drains it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from concurrent import futures
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from srm import clients
+from srm.config.model import Flow, SrmConfig
+from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic
+from srm.records import OffsetSync
+from srm.replication.history import HistoryIngest
+from srm.replication.job import Loss
+from srm.replication.runs import OffsetRun, mm2_syncs
+from srm.topics import list_offsets
+from srm.warehouse import DATA_LOSS, METRICS, Warehouse
+
+log = logging.getLogger("srm.replicate")
+
+
+@dataclass
+class Phases:
+    """Wall time of the steps of a batch, for the batch's log line."""
+
+    started: float = field(default_factory=time.monotonic)
+    last: float = 0.0
+    laps: list[tuple[str, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.last = self.started
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps.append((name, now - self.last))
+        self.last = now
+
+    @property
+    def total(self) -> float:
+        return self.last - self.started
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.laps)
+
+
+class Accounting:
+    def __init__(self, config: SrmConfig, flow: Flow, checkpoint_dir: str, run_id: str) -> None:
+        self.flow = flow
+        self.checkpoint_dir = checkpoint_dir
+        self.run_id = run_id
+        self.source = config.cluster(flow.source)
+        self.target = config.cluster(flow.target)
+        self.source_admin = clients.admin_client(self.source)
+        target_admin = clients.admin_client(self.target)
+        self.warehouse = Warehouse(config.storage.warehouse)
+        self.history = HistoryIngest(self.warehouse, flow, self.target, history_topic_name(flow), target_admin)
+        self._query_id: str | None = None
+        self._pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-accounting")
+        self._pending: list[futures.Future[None]] = []
+        self._sync_producer: Any = None
+        self.totals = {"batches": 0, "records": 0, "bytes": 0}
+
+    def submit(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
+        self._pending = [f for f in self._pending if not f.done()]
+        self._pending.append(self._pool.submit(self._account, batch_id, payloads, losses))
+
+    def close(self, timeout_s: float = 120.0) -> None:
+        """Wait until every batch's accounting is written."""
+        pending, self._pending = self._pending, []
+        futures.wait(pending, timeout=timeout_s)
+
+    def _account(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
+        try:
+            self._emit_mm2_syncs(payloads)
+            self._record(batch_id, payloads, losses)
+        except Exception:  # the copy is committed; accounting is retried with the next batch's history
+            log.exception("flow %s batch %d: writing syncs, metrics or history failed", self.flow.name, batch_id)
+
+    def _emit_mm2_syncs(self, payloads: list[dict[str, Any]]) -> None:
+        topic = mm2_offset_syncs_topic(self.flow)
+        if not self.flow.settings.emit_offset_syncs_enabled or topic.cluster != self.flow.source:
+            return
+        if self._sync_producer is None:
+            self._sync_producer = clients.producer(self.source, **{"enable.idempotence": True})
+        for payload in payloads:
+            row = payload["row"]
+            runs = [OffsetRun(*run) for run in payload["runs"]]
+            for upstream, downstream in mm2_syncs(runs):
+                sync = OffsetSync(row["topic"], row["partition"], upstream, downstream)
+                self._sync_producer.produce(topic.name, **sync.as_produce_kwargs())
+        if self._sync_producer.flush(30):
+            log.warning("some MM2 offset syncs to %s on %s were not acknowledged", topic.name, self.flow.source)
+
+    def _record(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
+        query = self.query_id()
+        app = f"{self.flow.name}:{query}:{self.run_id}"
+        ends = list_offsets(self.source_admin, [(p["row"]["topic"], p["row"]["partition"]) for p in payloads], "latest")
+        rows = [self._metrics_row(batch_id, query, p["row"], ends) for p in payloads]
+        if rows:
+            self.warehouse.append(METRICS, rows, f"metrics:{app}", batch_id + 1)
+        if losses:
+            self.warehouse.append(DATA_LOSS, self._loss_rows(losses), f"loss:{app}", batch_id + 1)
+        self.history.ingest()
+
+    def _loss_rows(self, losses: list[Loss]) -> list[dict[str, Any]]:
+        now = datetime.now(UTC)
+        return [
+            {
+                "flow": self.flow.name,
+                "topic": loss.topic,
+                "partition": loss.partition,
+                "first_offset": loss.first,
+                "end_offset": loss.end,
+                "records": loss.end - loss.first,
+                "reason": loss.reason,
+                "policy": self.flow.settings.on_data_loss,
+                "detected_at": now,
+            }
+            for loss in losses
+        ]
+
+    def _metrics_row(
+        self, batch_id: int, query: str, row: dict[str, Any], ends: dict[tuple[str, int], int]
+    ) -> dict[str, Any]:
+        end = ends.get((row["topic"], row["partition"]), row["planned_end"])
+        data = {k: v for k, v in row.items() if k not in ("started_ms", "finished_ms")}
+        return {
+            **data,
+            "flow": self.flow.name,
+            "batch_id": batch_id,
+            "query_id": query,
+            "source_end": end,
+            "lag": max(0, end - row["next_offset"]),
+            "started_at": datetime.fromtimestamp(row["started_ms"] / 1000, UTC),
+            "finished_at": datetime.fromtimestamp(row["finished_ms"] / 1000, UTC),
+        }
+
+    def query_id(self) -> str:
+        """The id Spark keeps in the checkpoint: stable across restarts, new when it is deleted."""
+        if self._query_id is None:
+            metadata = Path(self.checkpoint_dir.removeprefix("file:")) / "metadata"
+            try:
+                self._query_id = str(json.loads(metadata.read_text())["id"])
+            except (OSError, ValueError, KeyError):
+                self._query_id = f"run-{int(time.time())}"
+        return self._query_id
+
+    def log_line(self, what: str, partitions: int, payloads: list[dict[str, Any]], phases: Phases) -> None:
+        """One readable line per batch or lease: records, MiB, partitions, rate, latency, lag."""
+        rows = [p["row"] for p in payloads]
+        records = sum(r["records"] for r in rows)
+        size = sum(r["bytes"] for r in rows)
+        moved = sum(1 for r in rows if r["records"])
+        p99 = max((r["latency_p99_ms"] or 0 for r in rows), default=0)
+        lag = sum(max(0, r["planned_end"] - r["next_offset"]) for r in rows)
+        transactions = max((r["transactions"] for r in rows), default=0)
+        self.totals["batches"] += 1
+        self.totals["records"] += records
+        self.totals["bytes"] += size
+        seconds = phases.total
+        rate = records / seconds if seconds else 0
+        log.info(
+            "flow %s %s: %d record(s), %.1f MiB from %d of %d partition(s) in %.1f s (%.0f records/s; %s), "
+            "%d transaction(s), latency p99 %.0f ms, lag %d",
+            *(self.flow.name, what, records, size / 2**20, moved, partitions, seconds, rate, phases),
+            *(transactions, p99, lag),
+        )

@@ -1,0 +1,189 @@
+"""Continuous mode on the driver: one micro-batch is one lease (see :mod:`.resident`).
+
+A lease's Spark job runs one task per slot for ``task.lease.seconds``; the copiers behind those
+tasks commit every ``transaction.interval.ms`` and carry on into the next lease. While the job
+runs, the driver watches what would change the plan: new or removed partitions (topics created,
+grown or deleted; srm-control's lists edited) and an edited YAML. It then ends the lease early
+through the ownership record, so the next plan takes the change within seconds. A stop request
+ends the lease the same way, with the copiers committing and stopping.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from srm.config.model import Flow, SrmConfig
+from srm.control_lists import ControlReader
+from srm.errors import ClusterUnreachableError
+from srm.replication.accounting import Phases
+from srm.replication.batch import BatchRunner
+from srm.replication.job import OPEN_END, Lease
+from srm.replication.ownership import FlowOwner
+from srm.replication.resident import run_lease
+from srm.replication.selector import TopicSelector
+from srm.replication.source import range_from_row
+from srm.topics import list_offsets, partition_counts
+
+log = logging.getLogger("srm.replicate")
+WATCH_EVERY_S = 1.0  # how often the driver looks for changes while a lease runs
+UNREACHABLE_RETRY_S = 5.0  # between attempts to start a lease while a cluster does not answer
+
+
+class PlanWatcher:
+    """Would the next plan differ from the running lease's? (source partitions, lists, the YAML)"""
+
+    def __init__(self, flow: Flow, config: SrmConfig, source_admin: Any) -> None:
+        self.flow = flow
+        self.source_admin = source_admin
+        self.path = Path(config.file)
+        self.mtime = self._mtime()
+        self.control = ControlReader(config.cluster(flow.target))
+        self.control.poll()
+        self.selector = self._selector()
+        self.expected: set[tuple[str, int]] = set()
+
+    def expect(self, flow: Flow, partitions: set[tuple[str, int]]) -> None:
+        self.flow = flow
+        self.selector = self._selector()
+        self.expected = partitions
+        self.mtime = self._mtime()
+
+    def change(self) -> str | None:
+        """Why the lease should end now, or None."""
+        if self._mtime() != self.mtime:
+            return f"{self.path} changed"
+        if self.control.poll():
+            self.selector = self._selector()
+        counts = partition_counts(self.source_admin, include_internal=True)
+        now = {(t, p) for t, n in counts.items() if self.selector.replicates(t) for p in range(n)}
+        if now != self.expected:
+            new, gone = sorted(now - self.expected), sorted(self.expected - now)
+            shown = ", ".join(f"{t}[{p}]" for t, p in (new or gone)[:3]) + (", ..." if len(new or gone) > 3 else "")
+            return f"{len(new)} new and {len(gone)} removed partition(s): {shown}"
+        return None
+
+    def close(self) -> None:
+        self.control.close()
+
+    def _selector(self) -> TopicSelector:
+        lists = self.control.lists(self.flow, "topics")
+        return TopicSelector(self.flow, lists.allow, lists.deny)
+
+    def _mtime(self) -> float:
+        return self.path.stat().st_mtime if self.path.exists() else 0.0
+
+
+class LeaseRunner(BatchRunner):
+    mode = "continuous"
+
+    def __init__(
+        self,
+        spark: Any,
+        config: SrmConfig,
+        flow: Flow,
+        checkpoint_dir: str,
+        owner: FlowOwner,
+    ) -> None:
+        super().__init__(spark, config, flow, checkpoint_dir, owner)
+        self.watcher = PlanWatcher(flow, config, self.source_admin)
+        self.stopping = threading.Event()
+        self.idle = threading.Event()
+        self.idle.set()
+        self._jobs = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-lease")
+
+    def request_stop(self) -> None:
+        """End the running lease (its copiers commit and stop) and start no other."""
+        self.stopping.set()
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        if self.stopping.is_set():
+            return
+        self.idle.clear()
+        try:
+            self._lease(frame, batch_id)
+        finally:
+            self.idle.set()
+
+    def _lease(self, frame: Any, batch_id: int) -> None:
+        phases = Phases()
+        ranges = [range_from_row(row) for row in frame.collect()]
+        phases.lap("plan")
+        self._reload()
+        self._when_reachable(lambda: self._ensure_topics(ranges))
+        phases.lap("topics")
+        s = self.flow.settings
+        lease = Lease(batch_id, s.task_lease_seconds, s.transaction_interval_ms)
+        jobs = self.jobs([replace(r, end=OPEN_END) for r in ranges], lease)
+        self.watcher.expect(self.flow, {r.key for r in ranges})
+        running = self._jobs.submit(lambda: self._copy_rdd(batch_id, jobs, run_lease).collect())
+        self._watch(batch_id, running)
+        payloads: list[dict[str, Any]] = running.result()
+        phases.lap("lease")
+        payloads = self._with_source_ends(payloads)
+        self._after(f"lease {batch_id}", batch_id, len(ranges), payloads, phases)
+
+    def _when_reachable(self, step: Callable[[], None]) -> None:
+        """``step()``, again and again while a cluster does not answer: an outage pauses the flow
+        (the copiers park after their grace) instead of ending it; a stop request ends the wait."""
+        waited = 0.0
+        while True:
+            try:
+                step()
+                return
+            except ClusterUnreachableError as exc:
+                if self.stopping.is_set():
+                    raise
+                if waited % 60 < UNREACHABLE_RETRY_S:
+                    log.warning("flow %s: %s; the next lease waits for it (%.0f s so far)", self.flow.name, exc, waited)
+                time.sleep(UNREACHABLE_RETRY_S)
+                waited += UNREACHABLE_RETRY_S
+
+    def _watch(self, batch_id: int, running: futures.Future[Any]) -> None:
+        """Until the lease's job returns: end the lease early when the plan would change."""
+        ended = False
+        while not running.done():
+            futures.wait([running], timeout=WATCH_EVERY_S)
+            if running.done():
+                return
+            self.owner.check()  # another run took the flow over: its tasks fail the job too
+            if ended:
+                continue
+            reason = "stop requested" if self.stopping.is_set() else self._change()
+            if reason is None:
+                continue
+            log.info("flow %s: lease %d ends early: %s", self.flow.name, batch_id, reason)
+            if self.stopping.is_set():
+                self.owner.stop()
+            else:
+                self.owner.end_lease(batch_id)
+            ended = True
+
+    def _change(self) -> str | None:
+        try:
+            return self.watcher.change()
+        except ClusterUnreachableError as exc:  # copying goes on meanwhile, or waits for the cluster
+            log.warning("flow %s: not watching for changes: %s", self.flow.name, exc)
+            return None
+
+    def _with_source_ends(self, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Per partition, its end on the source now (for the lag); idle, caught-up ones are left out."""
+        keys = [(p["row"]["topic"], p["row"]["partition"]) for p in payloads]
+        ends = list_offsets(self.source_admin, keys, "latest") if keys else {}
+        out = []
+        for payload, key in zip(payloads, keys, strict=True):
+            row = payload["row"]
+            row["planned_end"] = ends.get(key, row["next_offset"])
+            if row["records"] or payload["losses"] or row["planned_end"] > row["next_offset"]:
+                out.append(payload)
+        return out
+
+    def close(self) -> None:
+        super().close()
+        self.watcher.close()

@@ -1,0 +1,295 @@
+"""Who owns a flow: one run at a time copies it, and a run that lost the flow can no longer write.
+
+Each flow has an *ownership* record in ``srm-owners.internal`` on its target (compacted, one
+partition, key ``<source>-><target>``, JSON value). A run starts by claiming the flow:
+
+1. its owner producer (transactional id ``srm-replicate.<source>.<target>.owner``) initialises,
+   which fences the owner producer of any earlier run;
+2. it reads the latest record: the previous epoch E and its slot count (``tasks.max``);
+3. it writes epoch E+1, listing the earlier epochs whose copy producers may still be alive;
+4. it fences those producers: ``init_transactions`` on each of their transactional ids
+   (``srm-replicate.<source>.<target>.<epoch>.<slot>``) aborts their open transaction and makes
+   every later commit of theirs fail;
+5. it writes epoch E+1 again, with nothing left to fence.
+
+A copy task initialises its producer, then reads the record: an epoch other than its own means
+another run (or this run with another ``tasks.max``) owns the flow, and the task stops before it
+copies. Either the task's producer was initialised before step 4 and is fenced, or after it and
+then its read sees step 3: no two epochs ever commit progress of the same partition, whatever
+their ``tasks.max`` or topic lists. Kafka Connect fences the zombie tasks of exactly-once source
+connectors (MirrorMaker 2's among them) the same way (KIP-618).
+
+The newest run wins, as with Kafka's own transactional ids: it takes the flow over, and the
+earlier run stops with a message naming the new owner. The same record ends a lease early (a
+higher ``lease``) and parks a run's copy tasks when it stops (``state: stopped``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import uuid
+from concurrent import futures
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from srm import clients
+from srm.config.model import Cluster, Flow
+from srm.errors import FlowTakenOverError, RecordFormatError, SrmError
+from srm.internal_topics import OWNERS_TOPIC
+from srm.topics import read_to_end
+
+log = logging.getLogger("srm.replicate")
+
+RUNNING, STOPPED = "running", "stopped"
+# Copy producers of the replication jobs before ownership existed had no epoch in their
+# transactional id (``srm-replicate.<source>.<target>.<slot>``); epoch 0 names them, and the
+# first claim of a flow fences at least this many of their slots.
+LEGACY_EPOCH = 0
+LEGACY_SLOTS = 4
+TXN_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """The latest ownership record of a flow."""
+
+    flow: str
+    epoch: int
+    run: str  # id of the run (one srm-control/Airflow/spark-submit invocation)
+    owner: str  # who started it, for people: "srm-control run on host h (pid 7)", an Airflow task
+    tasks: int  # slots (tasks.max) of this epoch
+    mode: str
+    since: str  # when this epoch began (ISO 8601, UTC)
+    lease: int = 0  # a record with a higher lease ends the lease the copy tasks are in
+    state: str = RUNNING
+    unfenced: tuple[tuple[int, int], ...] = ()  # (epoch, slots) whose copy producers may be alive
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, value: bytes, where: str) -> Ownership:
+        try:
+            data = json.loads(value)
+            data["unfenced"] = tuple((int(e), int(n)) for e, n in data.get("unfenced", []))
+            return cls(**data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise RecordFormatError(f"{where}: not an ownership record ({exc})") from None
+
+    def describe(self) -> str:
+        return f"run {self.run} ({self.owner}; epoch {self.epoch}, tasks.max {self.tasks}, since {self.since})"
+
+
+def owners_key(flow: Flow) -> bytes:
+    return f"{flow.source}->{flow.target}".encode()
+
+
+def copy_transactional_id(flow: Flow, epoch: int, slot: int) -> str:
+    """Stable per (flow, epoch, slot): a retried task of the same slot fences its predecessor."""
+    if epoch == LEGACY_EPOCH:
+        return f"srm-replicate.{flow.source}.{flow.target}.{slot}"
+    return f"srm-replicate.{flow.source}.{flow.target}.{epoch}.{slot}"
+
+
+def owner_transactional_id(flow: Flow) -> str:
+    return f"srm-replicate.{flow.source}.{flow.target}.owner"
+
+
+def describe_invoker() -> str:
+    """Who runs this job, for the message another run shows when it takes the flow over."""
+    dag, task = os.environ.get("AIRFLOW_CTX_DAG_ID"), os.environ.get("AIRFLOW_CTX_TASK_ID")
+    where = f"on host {socket.gethostname()} (pid {os.getpid()})"
+    if dag and task:
+        run = os.environ.get("AIRFLOW_CTX_DAG_RUN_ID", "?")
+        return f"Airflow task {dag}.{task}, run {run}, try {os.environ.get('AIRFLOW_CTX_TRY_NUMBER', '?')} {where}"
+    return f"{os.environ.get('SRM_RUN_BY', 'spark-submit')} {where}"
+
+
+def latest_ownership(
+    consumer: Any, flow: Flow, start: int | None = None, *, timeout_s: float = 120.0
+) -> tuple[Ownership | None, int]:
+    """The latest record of ``flow`` from ``start`` (or the beginning) to the end of the topic, and
+    the offset after the last record read. ``consumer`` reads committed records and reports EOF."""
+    found, end = None, start or 0
+    key = owners_key(flow)
+    for message in read_to_end(consumer, OWNERS_TOPIC, 0, start=start, timeout_s=timeout_s):
+        end = message.offset() + 1
+        if message.key() == key and message.value() is not None:
+            found = Ownership.from_json(message.value(), f"{OWNERS_TOPIC}[0]@{message.offset()}")
+    return found, end
+
+
+class OwnerTail:
+    """A copy task's running view of its flow's ownership records, from ``start`` on (non-blocking)."""
+
+    def __init__(self, consumer: Any, flow: Flow, start: int) -> None:
+        from confluent_kafka import TopicPartition
+
+        self.consumer = consumer
+        self.key = owners_key(flow)
+        consumer.assign([TopicPartition(OWNERS_TOPIC, 0, start)])
+
+    def poll(self) -> Ownership | None:
+        """The newest record of the flow written since the last call, if any."""
+        found = None
+        for message in self.consumer.consume(100, 0):
+            if message.error() is None and message.key() == self.key and message.value() is not None:
+                found = Ownership.from_json(message.value(), f"{OWNERS_TOPIC}[0]@{message.offset()}")
+        return found
+
+    def close(self) -> None:
+        self.consumer.unassign()
+
+
+def taken_over(flow: Flow, mine: Ownership | int, other: Ownership) -> FlowTakenOverError:
+    epoch = mine if isinstance(mine, int) else mine.epoch
+    return FlowTakenOverError(
+        f"flow {flow.name} was taken over by {other.describe()}: this run (epoch {epoch}) stopped. Its "
+        "open transactions were aborted, so nothing is lost or copied twice; stop one of the two runs "
+        "(an Airflow DAG and srm-control run, or two DAG runs) to keep this from happening again"
+    )
+
+
+def fence_producers(target: Cluster, transactional_ids: list[str]) -> None:
+    """Initialise a producer with each id: its open transaction is aborted, its old instance fenced."""
+    from confluent_kafka import KafkaException
+
+    def fence(transactional_id: str) -> None:
+        producer = clients.producer(target, **{"transactional.id": transactional_id})
+        try:
+            producer.init_transactions(TXN_TIMEOUT_S)
+        except KafkaException as exc:
+            detail = exc.args[0].str() if exc.args else str(exc)
+            raise SrmError(
+                f"cannot fence the transactional id {transactional_id!r} on {target.alias} ({target.describe()}): "
+                f"{detail}. The principal of clusters.{target.alias} needs WRITE and DESCRIBE on TRANSACTIONAL_ID "
+                "prefix 'srm-replicate.'"
+            ) from None
+
+    if not transactional_ids:
+        return
+    with futures.ThreadPoolExecutor(max_workers=min(8, len(transactional_ids))) as pool:
+        list(pool.map(fence, transactional_ids))
+
+
+class FlowOwner:
+    """The driver's side of ownership: claim the flow, end leases, stop, notice a takeover."""
+
+    def __init__(self, target: Cluster, flow: Flow, invoker: str | None = None) -> None:
+        self.target = target
+        self.flow = flow
+        self.invoker = invoker or describe_invoker()
+        self.run = uuid.uuid4().hex[:12]
+        self.current: Ownership | None = None
+        self.offset = 0  # offset of this run's latest record: copy tasks read the topic from here
+        self._producer: Any = None
+        # EOF tells where the topic ends; a short fetch wait makes reading to the end quick.
+        settings = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
+        self._consumer = clients.consumer(target, "__srm.owners", **settings)
+        self._tail = 0
+
+    def claim(self, tasks: int, mode: str) -> Ownership:
+        """Make this run the owner with ``tasks`` slots, fencing every earlier epoch's producers."""
+        self._producer = self._new_producer()
+        previous, self._tail = latest_ownership(self._consumer, self.flow)
+        since = datetime.now(UTC).isoformat(timespec="seconds")
+        if previous is None:
+            unfenced: tuple[tuple[int, int], ...] = ((LEGACY_EPOCH, max(tasks, LEGACY_SLOTS)),)
+            epoch = 1
+        else:
+            unfenced = (*previous.unfenced, (previous.epoch, previous.tasks))
+            epoch = previous.epoch + 1
+        record = Ownership(self.flow.name, epoch, self.run, self.invoker, tasks, mode, since, unfenced=unfenced)
+        self._write(record)
+        ids = [copy_transactional_id(self.flow, e, slot) for e, slots in unfenced for slot in range(slots)]
+        fence_producers(self.target, ids)
+        self._write(replace(record, unfenced=()))
+        self._log_claim(previous, record, len(ids))
+        return record
+
+    def _log_claim(self, previous: Ownership | None, record: Ownership, fenced: int) -> None:
+        if previous is not None and previous.run == self.run:
+            log.info(
+                "flow %s: tasks.max %d -> %d, epoch %d begins (%d producer(s) of epoch %d fenced)",
+                *(self.flow.name, previous.tasks, record.tasks, record.epoch, fenced, previous.epoch),
+            )
+        elif previous is not None and previous.state == RUNNING:
+            log.warning(
+                "flow %s: run %s (epoch %d) takes over from %s, which had not stopped; %d producer(s) fenced",
+                *(self.flow.name, self.run, record.epoch, previous.describe(), fenced),
+            )
+        else:
+            log.info("flow %s: run %s owns epoch %d (%s)", self.flow.name, self.run, record.epoch, self.invoker)
+
+    def end_lease(self, lease: int) -> None:
+        """Copy tasks of ``lease`` return now (they keep copying until the next lease renews them)."""
+        assert self.current is not None
+        self._write(replace(self.current, lease=lease + 1))
+
+    def stop(self) -> None:
+        """Copy tasks commit what they hold and stop copying."""
+        if self.current is not None and self.current.state != STOPPED:
+            self._write(replace(self.current, state=STOPPED))
+
+    def check(self) -> None:
+        """Raise FlowTakenOverError if a newer record of the flow belongs to another epoch (the
+        copy tasks find out by themselves too; an unreachable target is no reason to stop)."""
+        try:
+            latest, self._tail = latest_ownership(self._consumer, self.flow, self._tail, timeout_s=10.0)
+        except SrmError as exc:
+            log.debug("flow %s: ownership not checked: %s", self.flow.name, exc)
+            return
+        if latest is not None and self.current is not None and latest.epoch != self.current.epoch:
+            raise taken_over(self.flow, self.current, latest)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    # --- writing ------------------------------------------------------------------------------
+    def _new_producer(self) -> Any:
+        from confluent_kafka import KafkaException
+
+        producer = clients.producer(self.target, **{"transactional.id": owner_transactional_id(self.flow)})
+        try:
+            producer.init_transactions(TXN_TIMEOUT_S)
+        except KafkaException as exc:
+            raise self._error(exc, "claiming") from None
+        return producer
+
+    def _write(self, record: Ownership) -> None:
+        """One transaction holding ``record``: fails (and names the new owner) once fenced."""
+        from confluent_kafka import KafkaException
+
+        delivered: list[int] = []
+        try:
+            self._producer.begin_transaction()
+            self._producer.produce(
+                OWNERS_TOPIC,
+                key=owners_key(self.flow),
+                value=record.to_json(),
+                partition=0,
+                on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None,
+            )
+            self._producer.commit_transaction(TXN_TIMEOUT_S)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if error is not None and error.name() in ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH"):
+                latest, _ = latest_ownership(self._consumer, self.flow, self._tail)
+                if latest is not None and latest.run != self.run:
+                    raise taken_over(self.flow, record, latest) from None
+            raise self._error(exc, "writing the ownership record") from None
+        self.current = record
+        self.offset = delivered[0] if delivered else self.offset
+
+    def _error(self, exc: Exception, doing: str) -> SrmError:
+        error = exc.args[0] if exc.args else exc
+        detail = error.str() if hasattr(error, "str") else str(error)
+        return SrmError(
+            f"flow {self.flow.name}: {doing} on {self.target.alias} ({self.target.describe()}) failed: {detail}. "
+            f"The principal of clusters.{self.target.alias} needs WRITE and DESCRIBE on TRANSACTIONAL_ID prefix "
+            f"'srm-replicate.' and WRITE on topic {OWNERS_TOPIC}"
+        )

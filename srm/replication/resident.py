@@ -1,0 +1,235 @@
+"""Continuous mode: a copier that keeps copying across the leases of its slot.
+
+A lease is one Spark task per slot holding the slot's partitions for ``task.lease.seconds``. The
+copying itself runs in a thread of the task's Python worker (:class:`ResidentCopier`) that
+outlives the task: the next lease's task of the same slot lands in the same worker (the driver
+pins each slot to a worker of its own, see :mod:`srm.replication.batch`), hands the copier the new
+plan, and the copier goes on without a pause, its consumer still fetching and its transactional
+producer still initialised. A record therefore waits only for its transaction, committed every
+``transaction.interval.ms``, never for Spark's scheduling.
+
+A task ends at its lease's end, when the ownership record says so (a higher lease number: new
+topics, an edited list or YAML; ``stopped``; another epoch: the flow was taken over), or when the
+copier needs the driver (data loss to report, a partition to plan again, an error). It returns
+what the copier did during the lease, committed, as one payload per partition.
+
+Without a renewal the copier commits and stops ``GRACE_S`` after its lease ended, so a copier
+never outlives its driver for long; a stopped copier is started again by the next task.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from srm.errors import SrmError
+from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
+from srm.replication.job import CopyJob, Lease, PartitionResult
+from srm.replication.ownership import STOPPED, OwnerTail, latest_ownership, taken_over
+from srm.replication.writer import ProducerFencedError
+
+log = logging.getLogger(__name__)
+
+# How long copying goes on after a lease ended without the next one: covers the driver's work
+# between two leases (accounting, planning, starting the job: about a second here).
+GRACE_S = 30.0
+IDLE_WAIT_S = 0.05  # longest wait for a record when no transaction is open
+OWNERS_POLL_S = 0.1
+TAKE_TIMEOUT_S = 300.0
+
+
+class ResidentCopier(threading.Thread):
+    def __init__(self, job: CopyJob) -> None:
+        super().__init__(name=f"srm-copier-{job.transactional_id}", daemon=True)
+        self.job = job
+        self.lease: Lease = job.lease or Lease(0, 0, 100)
+        self.loop: CopyLoop | None = None
+        self._lock = threading.Lock()
+        self._renewal: CopyJob | None = None
+        self._take: list[list[PartitionResult]] = []
+        self._taken = threading.Event()
+        self._take_asked = threading.Event()
+        self.lease_over = threading.Event()  # the task of the current lease should return now
+        self.error: BaseException | None = None
+        self.final: list[PartitionResult] = []
+        self.deadline = time.monotonic() + self.lease.seconds + GRACE_S
+        self._tail: OwnerTail | None = None
+        self._next_owners_poll = 0.0
+
+    # --- the task's side ----------------------------------------------------------------------
+    def renew(self, job: CopyJob) -> None:
+        """The next lease: new ranges and settings, applied between two transactions."""
+        with self._lock:
+            self._renewal = job
+            self.lease_over.clear()
+            self.deadline = time.monotonic() + (job.lease.seconds if job.lease else 0) + GRACE_S
+
+    def take(self) -> list[PartitionResult]:
+        """Commit, then the lease's results (and fresh counters for the next lease)."""
+        if not self.is_alive():
+            return self.final
+        self._taken.clear()
+        self._take_asked.set()
+        if not self._taken.wait(TAKE_TIMEOUT_S) and self.is_alive():
+            raise SrmError(f"copier {self.name} did not commit within {TAKE_TIMEOUT_S:.0f} s at the end of its lease")
+        with self._lock:
+            return self._take.pop() if self._take else self.final
+
+    # --- the copier's thread ------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self.loop = CopyLoop(self.job)
+            self.loop.add(self.job.ranges)
+            commit_or_rewind(self.loop)  # new partitions' starting points are on the target at once
+            self._tail = OwnerTail(self.loop.writer.target_consumer, self.job.flow, self.job.owners_offset)
+            self._copy()
+        except ProducerFencedError as exc:
+            self.error = self._fenced(exc)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self._close()
+
+    def _copy(self) -> None:
+        assert self.loop is not None
+        interval = self.lease.transaction_interval_ms / 1000
+        while True:
+            if self._renewal is not None:
+                self._apply_renewal()
+                interval = self.lease.transaction_interval_ms / 1000
+            if self._take_asked.is_set():
+                self._hand_over()
+            if self._owner_says_stop() or time.monotonic() > self.deadline:
+                commit_or_rewind(self.loop)
+                return
+            due = self.loop.writer.due_in(interval)
+            self.loop.step(IDLE_WAIT_S if due is None else max(0.0, min(due, IDLE_WAIT_S)))
+            due = self.loop.writer.due_in(interval)
+            if due is not None and due <= 0:
+                commit_or_rewind(self.loop)
+            if self.loop.blocked or self.loop.replan:
+                self.lease_over.set()  # the driver reports the loss or plans the partition again
+
+    def _hand_over(self) -> None:
+        assert self.loop is not None
+        while not commit_or_rewind(self.loop):
+            self.loop.step(IDLE_WAIT_S)
+        results = self.loop.results()
+        fresh_started = int(time.time() * 1000)
+        for state in self.loop.states.values():
+            old = state.result
+            state.result = PartitionResult(
+                old.topic, old.partition, old.target_topic, old.planned_end, started_ms=fresh_started
+            )
+            state.saved = (0, 0)
+        with self._lock:
+            self._take.append(results)
+        self._take_asked.clear()
+        self._taken.set()
+
+    def _apply_renewal(self) -> None:
+        assert self.loop is not None
+        with self._lock:
+            job, self._renewal = self._renewal, None
+        if job is None:
+            return
+        commit_or_rewind(self.loop)  # what is removed or replaced below is committed first
+        planned = {r.key: r for r in job.ranges}
+        current = self.loop.states
+        changed = [
+            k
+            for k, s in current.items()
+            if k not in planned or planned[k].topic_id != s.range.topic_id or k in self.loop.replan
+        ]
+        self.loop.remove(changed)
+        self.loop.job = self.loop.writer.job = replace(self.loop.job, ranges=job.ranges, lease=job.lease)
+        self.loop.add(r for k, r in planned.items() if k not in self.loop.states)
+        commit_or_rewind(self.loop)
+        self.job = job
+        self.lease = job.lease or self.lease
+
+    def _owner_says_stop(self) -> bool:
+        """Poll the ownership records: a higher lease ends the task, another epoch ends the copier."""
+        now = time.monotonic()
+        if self._tail is None or now < self._next_owners_poll:
+            return False
+        self._next_owners_poll = now + OWNERS_POLL_S
+        latest = self._tail.poll()
+        if latest is None:
+            return False
+        if latest.epoch != self.job.epoch:
+            if latest.run != self.job.owners_run:
+                raise taken_over(self.job.flow, self.job.epoch, latest)
+            log.info("%s: epoch %d of this run begins; this copier stops", self.name, latest.epoch)
+            return True
+        if latest.lease > self.lease.number:
+            self.lease_over.set()
+        return latest.state == STOPPED
+
+    def _fenced(self, exc: ProducerFencedError) -> BaseException:
+        """Fenced: by a newer owner (say so), or by a newer copier of this very slot (quietly)."""
+        assert self.loop is not None
+        latest, _ = latest_ownership(self.loop.writer.target_consumer, self.job.flow, self.job.owners_offset)
+        if latest is not None and latest.epoch != self.job.epoch and latest.run != self.job.owners_run:
+            return taken_over(self.job.flow, self.job.epoch, latest)
+        return exc
+
+    def _close(self) -> None:
+        if self.loop is not None:
+            try:
+                self.final = self.loop.results()
+            finally:
+                if self._tail is not None:
+                    self._tail.close()
+                self.loop.close()
+        self.lease_over.set()
+        self._taken.set()
+
+
+_COPIERS: dict[tuple[str, int], ResidentCopier] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def attach(job: CopyJob) -> ResidentCopier:
+    """The running copier of the job's slot, renewed; a new one if there is none of this epoch."""
+    key = (job.flow.name, job.slot)
+    with _REGISTRY_LOCK:
+        copier = _COPIERS.get(key)
+        if copier is not None and copier.is_alive() and _same_writer(copier.job, job) and copier.error is None:
+            copier.renew(job)
+            return copier
+        if copier is not None and copier.is_alive():  # another epoch or writer: it commits and stops
+            copier.deadline = 0.0
+            copier.join(TAKE_TIMEOUT_S)
+        copier = ResidentCopier(job)
+        _COPIERS[key] = copier
+        log.info(
+            "slot %d of flow %s: copier started (epoch %d, %d partition(s))",
+            *(job.slot, job.flow.name, job.epoch, len(job.ranges)),
+        )
+        copier.start()
+        return copier
+
+
+def _same_writer(running: CopyJob, job: CopyJob) -> bool:
+    """Can the running copier take ``job`` over: same epoch, and the settings its writer and its
+    loss handling were built with (the rest is read from the job as it comes)."""
+    a, b = running.flow.settings, job.flow.settings
+    return running.epoch == job.epoch and (a.exactly_once, a.on_data_loss) == (b.exactly_once, b.on_data_loss)
+
+
+def run_lease(job: CopyJob) -> list[dict[str, Any]]:
+    """Entry point of a continuous-mode Spark task: one lease of one slot."""
+    assert job.lease is not None
+    worker_logging()
+    copier = attach(job)
+    ends = time.monotonic() + job.lease.seconds
+    while not copier.lease_over.is_set() and time.monotonic() < ends:
+        copier.lease_over.wait(min(1.0, max(0.0, ends - time.monotonic())))
+    results = copier.take()
+    if copier.error is not None:
+        raise copier.error
+    return [result.payload() for result in results]

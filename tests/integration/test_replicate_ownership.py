@@ -1,0 +1,104 @@
+"""One flow, several runs: the newest run owns the flow and fences every earlier one, whatever their
+tasks.max or topic lists, and tasks.max edited while the flow runs. Missing 0, duplicated 0."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from srm import clients
+from srm.config import SrmConfig
+from srm.topics import ensure_topic
+from tests.integration.test_replicate_continuous import target_records, wait_for
+from tests.jobs import Job, Writer, exactly_once
+from tests.replication import Env, make_env
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}
+
+
+def copying(env: Env, topic: str, job: Job, timeout_s: float = 120) -> None:
+    """Until more of ``topic`` is on the target than now (``job`` must keep running meanwhile)."""
+    before = target_records(env, topic)
+
+    def more() -> bool:
+        assert job.process.poll() is None, f"the job ended ({job.process.poll()}):\n{job.text()[-3000:]}"
+        return target_records(env, topic) > before
+
+    wait_for(more, timeout_s, f"copying of {topic}")
+
+
+def caught_up(env: Env, writers: list[Writer], timeout_s: float = 120) -> None:
+    """Stop the writers, then wait until the target holds everything they wrote."""
+    for writer in writers:
+        sent = writer.stop()
+        wait_for(lambda: target_records(env, writer.topic) >= sent, timeout_s, f"{writer.topic} caught up")  # noqa: B023
+
+
+def test_a_zombie_run_is_fenced_by_a_newer_run_with_other_tasks_and_topics(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    a, b = unique("own-a"), unique("own-b")
+    flow = {"source": "west", "target": "east", "topics": [a], "tasks.max": 2, "task.lease.seconds": 10}
+    env = make_env(kafka, tmp_path, [flow])
+    # The second run: the same flow from another file (think Airflow's copy and srm-control's),
+    # with another topic list, another tasks.max and a Spark checkpoint of its own.
+    data = yaml.safe_load(env.path.read_text())
+    data["flows"][0].update({"topics": [a, b], "tasks.max": 3})
+    data["storage"]["checkpoints"] = str(tmp_path / "second-checkpoints")
+    second_config = tmp_path / "second.yaml"
+    second_config.write_text(yaml.safe_dump(data))
+    for topic in (a, b):
+        ensure_topic(clients.admin_client(env.west), topic, PARTITIONS)
+    writers = [Writer(env.west, topic, PARTITIONS, burst=60) for topic in (a, b)]
+    for writer in writers:
+        writer.start()
+
+    try:
+        first = Job(env.path, env.west.alias, env.east.alias, tmp_path / "first.log", master="local[3, 4]")
+        copying(env, a, first)
+        first.freeze()  # a zombie: alive, transactions open, but not scheduled
+        try:
+            second = Job(second_config, env.west.alias, env.east.alias, tmp_path / "second.log", master="local[4, 4]")
+            claim = second.wait_for(r"run (\w+) \(epoch \d+\) takes over from run \w+ \(srm-control run on host")
+            copying(env, b, second)
+            copying(env, a, second)
+        finally:
+            first.thaw()
+        assert first.process.wait(120) == 3, first.text()[-3000:]  # exit status 3: taken over
+        assert f"error: flow {env.flow().name} was taken over by run {claim.group(1)} (srm-control run" in first.text()
+        copying(env, a, second)  # the newer run goes on
+        caught_up(env, writers)
+        assert second.stop() == 0, second.text()[-3000:]
+    finally:
+        for writer in writers:
+            writer.stop()
+    for writer in writers:
+        assert exactly_once(env, writer.topic, writer.next, PARTITIONS) == CLEAN, writer.topic
+
+
+def test_tasks_max_edited_while_the_flow_runs(kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]) -> None:
+    topic = unique("own-tasks")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": 10}])
+    ensure_topic(clients.admin_client(env.west), topic, PARTITIONS)
+    writer = Writer(env.west, topic, PARTITIONS, burst=100)
+    writer.start()
+    try:
+        job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "job.log", master="local[4, 4]")
+        copying(env, topic, job)
+        for before, after in ((1, 3), (3, 2)):
+            env.rewrite(**{"tasks.max": after})
+            job.wait_for(rf"tasks.max {before} -> {after}, epoch \d+ begins")
+            time.sleep(2)
+            copying(env, topic, job)
+        caught_up(env, [writer])
+        assert job.stop() == 0, job.text()[-3000:]
+    finally:
+        writer.stop()
+    assert exactly_once(env, topic, writer.next, PARTITIONS) == CLEAN

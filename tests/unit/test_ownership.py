@@ -1,0 +1,117 @@
+"""Pure parts of flow ownership and of continuous mode's plans: records, ids, lease ranges, rewinds."""
+
+from __future__ import annotations
+
+import pytest
+
+from srm.config import parse_config
+from srm.config.model import Flow
+from srm.errors import RecordFormatError
+from srm.replication import offsets as plan
+from srm.replication.job import OPEN_END, CopyRange, PartitionResult
+from srm.replication.ownership import Ownership, copy_transactional_id, owner_transactional_id, taken_over
+from srm.replication.partition_state import PartitionState
+from srm.sparkapp import local_master
+
+CONFIG = """\
+clusters:
+  a: {bootstrap.servers: "127.0.0.1:1"}
+  b: {bootstrap.servers: "127.0.0.1:2"}
+flows:
+  - {source: a, target: b}
+"""
+
+
+def flow() -> Flow:
+    config, issues = parse_config(CONFIG, "srm.yaml")
+    assert config is not None, issues
+    return config.flow("a", "b")
+
+
+def test_ownership_record_round_trips_and_names_its_run() -> None:
+    record = Ownership(
+        "a->b",
+        7,
+        "r1",
+        "srm-control run on host h (pid 9)",
+        3,
+        "continuous",
+        "2026-11-23T10:00:00+00:00",
+        lease=4,
+        unfenced=((5, 2), (6, 1)),
+    )
+    assert Ownership.from_json(record.to_json(), "x") == record
+    assert record.describe() == (
+        "run r1 (srm-control run on host h (pid 9); epoch 7, tasks.max 3, since 2026-11-23T10:00:00+00:00)"
+    )
+
+
+def test_a_broken_ownership_record_names_where_it_is() -> None:
+    with pytest.raises(RecordFormatError, match=r"srm-owners.internal\[0\]@12: not an ownership record"):
+        Ownership.from_json(b'{"epoch": 1}', "srm-owners.internal[0]@12")
+
+
+def test_transactional_ids_carry_the_epoch_and_keep_the_legacy_form_for_epoch_zero() -> None:
+    f = flow()
+    assert copy_transactional_id(f, 0, 1) == "srm-replicate.a.b.1"  # what runs before ownership used
+    assert copy_transactional_id(f, 4, 1) == "srm-replicate.a.b.4.1"
+    assert owner_transactional_id(f) == "srm-replicate.a.b.owner"
+
+
+def test_taken_over_message_names_the_new_owner_and_what_happened() -> None:
+    other = Ownership(
+        "a->b",
+        9,
+        "r2",
+        "Airflow task a_to_b.replicate, run x, try 2 on host h (pid 1)",
+        2,
+        "continuous",
+        "2026-11-23T10:00:00+00:00",
+    )
+    message = str(taken_over(flow(), 8, other))
+    assert message.startswith("flow a->b was taken over by run r2 (Airflow task a_to_b.replicate")
+    assert "this run (epoch 8) stopped" in message and "nothing is lost or copied twice" in message
+
+
+def test_a_lease_names_every_partition_from_where_the_last_plan_left_it() -> None:
+    start = plan.build({("a", 0): 10, ("a", 1): 5}, {"a": "id-a"})
+    end = plan.build({("a", 0): 12, ("a", 1): 5, ("a", 2): 3}, {"a": "id-a"}, initial={("a", 2): 0})
+    got = {r.key: (r.start, r.end, r.initial) for r in plan.lease_ranges(start, end, {"a": "X.a"})}
+    assert got == {("a", 0): (10, 12, False), ("a", 1): (5, 5, False), ("a", 2): (0, 3, True)}
+
+
+def state(committed: int | None, origin: int) -> PartitionState:
+    r = CopyRange("t", 0, origin, OPEN_END, "id", "X.t")
+    s = PartitionState(r, PartitionResult("t", 0, "X.t", OPEN_END), origin, committed, "id", origin=origin)
+    return s
+
+
+def test_a_rewind_goes_back_to_the_committed_progress_and_its_counts() -> None:
+    s = state(committed=None, origin=40)
+    assert s.open_ended and s.dirty
+    s.next_offset, s.result.records, s.result.bytes = 45, 5, 500
+    s.committed_now(1.0)
+    assert (s.committed, s.saved, s.dirty) == (45, (5, 500), False)
+    s.next_offset, s.result.records, s.result.bytes = 52, 12, 1200
+    s.produced.extend(range(45, 52))
+    s.stamps.extend([1] * 7)
+    assert s.rewind() == 45
+    assert (s.next_offset, s.result.records, s.result.bytes, s.produced, s.stamps) == (45, 5, 500, [], [])
+    fresh = state(committed=None, origin=40)
+    fresh.next_offset = 44
+    assert fresh.rewind() == 40  # nothing committed yet: back to where copying began
+
+
+def test_a_local_master_has_a_task_thread_for_every_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert local_master(2) == "local[*, 4]"
+    assert local_master(5) == "local[5, 4]"
+
+
+def test_progress_record_round_trips_with_its_layout() -> None:
+    from srm.records import ProgressRecord
+
+    record = ProgressRecord("orders", 3, "AbC", 120)
+    assert record.key().hex() == "00066f7264657273" + "00000003"
+    assert record.value().hex() == "0000" + "0003416243" + "0000000000000078"
+    assert ProgressRecord.decode(record.key(), record.value()) == record
