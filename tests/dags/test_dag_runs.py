@@ -215,7 +215,8 @@ def test_heartbeats_sensor_fails_on_a_stopped_flow_and_passes_on_a_live_one(
 ) -> None:
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [unique("af-hb")]}])
     replicated = env.flow().policy.format_remote_topic(env.west.alias, "heartbeats")
-    params = {"duration_seconds": 2, "stall_threshold_seconds": 60, "wait_seconds": 1}
+    # three `airflow dags test` runs pass between the first heartbeat and the live check: ~90 s
+    params = {"duration_seconds": 2, "stall_threshold_seconds": 180, "wait_seconds": 1}
 
     # never replicated: the sensor fails, naming the flow; emit has written both pairs' heartbeats
     run = run_dag(env, airflow, "heartbeats", params)

@@ -74,7 +74,7 @@ def test_replicate_dags(parsed: dict[str, Any]) -> None:
     continuous = parsed["dags"]["alpha_to_beta.replicate"]
     assert continuous["schedule"] == "@continuous"
     task = continuous["tasks"]["replicate"]
-    assert task["type"] == "SparkSubmitOperator" and task["conn_id"] == "spark_default"
+    assert task["type"] == "FlowSparkSubmitOperator" and task["conn_id"] == "spark_default"
     assert task["application"] == str(project_root() / "spark" / "replicate.py")
     assert task["application_args"][:4] == ["--source", "alpha", "--target", "beta"]
     assert task["application_args"][-2:] == ["--mode", "{{ params.mode }}"]
@@ -91,7 +91,7 @@ def test_checkpoints_dags(parsed: dict[str, Any]) -> None:
     assert synced["schedule"] == "0:00:30"  # emit.checkpoints.interval.seconds
     assert synced["upstream"] == {"checkpoints": [], "sync_group_offsets": ["checkpoints"]}
     task = synced["tasks"]["checkpoints"]
-    assert task["type"] == "SparkSubmitOperator"
+    assert task["type"] == "FlowSparkSubmitOperator"
     assert task["application"] == str(project_root() / "spark" / "checkpoints.py")
     assert "--no-sync" in task["application_args"]
 

@@ -1,0 +1,66 @@
+"""The flow's Airflow DAG and ``srm-control run`` at once: the newer run takes the flow over, the
+Airflow task fails at once (not retried) saying who has it, and no record is lost or copied twice."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from srm import clients
+from srm.airflow.local import LocalAirflow
+from srm.config import SrmConfig
+from srm.topics import ensure_topic
+from tests.integration.test_replicate_continuous import target_records, wait_for
+from tests.jobs import Job, Writer, exactly_once
+from tests.replication import make_env
+
+pytestmark = pytest.mark.integration
+Airflow = Callable[[Path], LocalAirflow]
+PARTITIONS = 4
+
+
+def test_srm_control_run_takes_the_flow_over_from_the_airflow_run(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], airflow: Airflow
+) -> None:
+    topic = unique("af-own")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": 10}])
+    flow = env.flow()
+    ensure_topic(clients.admin_client(env.west), topic, PARTITIONS)
+    writer = Writer(env.west, topic, PARTITIONS, burst=60)
+    writer.start()
+    dag_log = tmp_path / "dag.log"
+    command = [
+        str(Path(sys.executable).parent / "airflow"),
+        "dags",
+        "test",
+        f"{flow.source}_to_{flow.target}.replicate",
+    ]
+    with open(dag_log, "wb") as out:  # the DAG's continuous run, as the scheduler would start it
+        dag = subprocess.Popen(command, env=airflow(env.path).env(), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: target_records(env, topic) > 500, 180, "the Airflow run copying")
+        # srm-control run of the same flow from another file, with another tasks.max
+        data = yaml.safe_load(env.path.read_text())
+        data["flows"][0]["tasks.max"] = 2
+        other = tmp_path / "other.yaml"
+        other.write_text(yaml.safe_dump(data))
+        job = Job(other, flow.source, flow.target, tmp_path / "job.log")
+        claim = job.wait_for(r"run (\w+) \(epoch \d+\) takes over from run \w+ \(Airflow task [\w.-]+\.replicate")
+        assert dag.wait(180) != 0
+    finally:
+        if dag.poll() is None:
+            dag.kill()
+    text = dag_log.read_text()
+    assert f"flow {flow.name} was taken over by run {claim.group(1)} (srm-control run" in text
+    assert "not retried" in text and "state=failed" in text
+    copied = target_records(env, topic)
+    wait_for(lambda: target_records(env, topic) > copied, 60, "the srm-control run copying")
+    sent = writer.stop()
+    wait_for(lambda: target_records(env, topic) >= sent, 120, "catching up")
+    assert job.stop() == 0, job.text()[-3000:]
+    assert exactly_once(env, topic, sent, PARTITIONS) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
