@@ -76,7 +76,7 @@ airflow: kafka-up  ## the Airflow UI with the flows' DAGs: airflow standalone on
 BENCH_OUT ?= bench
 BENCH_QUICK_OUT ?= .local/bench-quick
 
-bench: kafka-up  ## every benchmark vs MirrorMaker 2 and the brokers' limit (~25 min): bench/REPORT.md + results.json
+bench: kafka-up  ## every benchmark vs MirrorMaker 2 and the brokers' limit (~50 min): bench/REPORT.md + results.json
 	$(BIN)/python -m bench.run --preset full --out $(BENCH_OUT)
 
 bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check they run: .local/bench-quick/REPORT.md

@@ -62,8 +62,11 @@ def fill(bootstrap: str, topic: str, records: int, size: int) -> float:
     return time.monotonic() - started
 
 
-def flow_config(base: Path, tmp: Path, topic: str, exactly_once: bool, tasks: int) -> tuple[Path, str, str]:
-    """A config with the first flow's clusters under fresh aliases and one flow for ``topic``."""
+def flow_config(
+    base: Path, tmp: Path, topic: str, exactly_once: bool, tasks: int, **settings: Any
+) -> tuple[Path, str, str]:
+    """A config with the first flow's clusters under fresh aliases and one flow for ``topic``
+    (``settings``: more flow settings, by their YAML names)."""
     config = load_config(base)
     flow = config.enabled_flows()[0]
     token = uuid.uuid4().hex[:6]
@@ -75,7 +78,14 @@ def flow_config(base: Path, tmp: Path, topic: str, exactly_once: bool, tasks: in
             target: {"bootstrap.servers": config.cluster(flow.target).bootstrap_servers},
         },
         "flows": [
-            {"source": source, "target": target, "topics": [topic], "exactly_once": exactly_once, "tasks.max": tasks}
+            {
+                "source": source,
+                "target": target,
+                "topics": [topic],
+                "exactly_once": exactly_once,
+                "tasks.max": tasks,
+                **settings,
+            }
         ],
         "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
     }

@@ -1,18 +1,22 @@
 """End-to-end latency under a steady producer: ours (continuous mode) and MirrorMaker 2.
 
     .venv/bin/python -m bench.latency [--rate 5000] [--seconds 60] [--partitions 8]
+    .venv/bin/python -m bench.latency --rate 5000 --sweep 25,100,1000   # ours per transaction.interval.ms
+    .venv/bin/python -m bench.latency --rates 5000,50000 --sweep 25,100  # both: what bench.run reports
 
-For each tool: a fresh topic on the first flow's source, the replicator started and warmed up,
-then a producer writes ``--rate`` records/s for ``--seconds`` while a consumer on the target reads
-the remote topic; a record's latency is the time it is read on the target minus its CreateTime
-(both on this machine's clock; the replicators keep CreateTime). Prints p50/p95/p99/max per tool
-as JSON (``bench.run`` puts them in the report).
+For each tool: a fresh topic on the first flow's source, the replicator started and warmed up
+(one record through it, read by the consumer that then measures, so neither the replicator's nor
+the consumer's start counts), then a producer writes ``--rate`` records/s of 100 B for
+``--seconds`` while that consumer, read_committed, reads the remote topic; a record's latency is
+the time it arrives on the target minus its CreateTime (one clock; both replicators keep
+CreateTime). Prints p50/p95/p99/max per tool as JSON (``bench.run`` puts them in the report).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import tempfile
 import threading
@@ -27,6 +31,7 @@ from bench import replicators
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
+from srm.config.settings import FlowSettings
 from srm.topics import ensure_topic, partition_counts
 
 WARMUP_TIMEOUT_S = 120.0
@@ -46,25 +51,37 @@ def produce_steadily(cluster: Cluster, topic: str, rate: int, seconds: float, st
     return sent
 
 
-def measure(target: Cluster, remote: str, expected: int, timeout_s: float) -> list[float]:
-    """Latency (ms) of every record read from ``remote`` until ``expected`` arrived or time ran out."""
-    from confluent_kafka import TopicPartition
+class Reader:
+    """A read_committed consumer of every partition of ``remote``, stamping records as they arrive."""
 
-    consumer = clients.consumer(target, f"bench-latency-{uuid.uuid4().hex[:6]}")
-    deadline = time.monotonic() + timeout_s
-    while remote not in partition_counts(clients.admin_client(target)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    partitions = partition_counts(clients.admin_client(target)).get(remote, 0)
-    consumer.assign([TopicPartition(remote, p, 0) for p in range(partitions)])
-    latencies: list[float] = []
-    try:
+    def __init__(self, target: Cluster, remote: str, timeout_s: float) -> None:
+        from confluent_kafka import TopicPartition
+
+        deadline = time.monotonic() + timeout_s
+        while remote not in partition_counts(clients.admin_client(target)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        partitions = partition_counts(clients.admin_client(target)).get(remote, 0)
+        self.consumer = clients.consumer(target, f"bench-latency-{uuid.uuid4().hex[:6]}")
+        self.consumer.assign([TopicPartition(remote, p, 0) for p in range(partitions)])
+
+    def read(self, expected: int, timeout_s: float) -> list[float]:
+        """Latency (ms) of every record read until ``expected`` arrived or time ran out."""
+        deadline = time.monotonic() + timeout_s
+        latencies: list[float] = []
         while len(latencies) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(1000, 0.1):
+            # poll() returns as soon as a record is there; consume(n, 0) then takes what else is
+            # (consume(n, t) would hold records back until n arrived or t passed).
+            first = self.consumer.poll(0.1)
+            if first is None:
+                continue
+            arrived_ms = time.time() * 1000
+            for message in [first, *self.consumer.consume(10_000, 0)]:
                 if message.error() is None:
-                    latencies.append(time.time() * 1000 - message.timestamp()[1])
-    finally:
-        consumer.close()
-    return latencies
+                    latencies.append(arrived_ms - message.timestamp()[1])
+        return latencies
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -83,39 +100,61 @@ class Load:
     partitions: int
 
 
-def run_with(
-    start: Callable[[str], tuple[subprocess.Popen[bytes], str]], source: Cluster, target: Cluster, load: Load
-) -> dict[str, Any]:
+Start = Callable[[str], tuple[subprocess.Popen[bytes], str]]
+
+
+def run_with(start: Start, source: Cluster, target: Cluster, load: Load) -> dict[str, Any]:
     """Start a replicator for a fresh topic, warm it up with one record, then measure a steady load."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
-    remote = f"{alias}.{topic}"
     try:
         producer = clients.producer(source)
         producer.produce(topic, value=b"warm", partition=0)
         producer.flush(10)
-        if not measure(target, remote, 1, WARMUP_TIMEOUT_S):
-            raise SystemExit(f"the replicator copied nothing within {WARMUP_TIMEOUT_S:.0f} s")
-        stop = threading.Event()
-        results: dict[str, int] = {}
-        feeder = threading.Thread(
-            target=lambda: results.update(sent=produce_steadily(source, topic, load.rate, load.seconds, stop))
-        )
-        feeder.start()
-        latencies = measure(target, remote, load.rate * load.seconds + 1, load.seconds + 60)
-        stop.set()
-        feeder.join()
+        reader = Reader(target, f"{alias}.{topic}", WARMUP_TIMEOUT_S)
+        try:
+            if not reader.read(1, WARMUP_TIMEOUT_S):
+                raise SystemExit(f"the replicator copied nothing within {WARMUP_TIMEOUT_S:.0f} s")
+            stop = threading.Event()
+            results: dict[str, int] = {}
+            feeder = threading.Thread(
+                target=lambda: results.update(sent=produce_steadily(source, topic, load.rate, load.seconds, stop))
+            )
+            feeder.start()
+            latencies = reader.read(load.rate * load.seconds, load.seconds + 60)
+            stop.set()
+            feeder.join()
+        finally:
+            reader.close()
     finally:
         replicators.stop(process)
-    return percentiles(latencies[1:]) | {"sent": results.get("sent", 0)}
+    return percentiles(latencies) | {"sent": results.get("sent", 0), "alias": alias}
 
 
-def run(config_path: Path, *, rate: int, seconds: int, partitions: int) -> dict[str, Any]:
-    load = Load(rate, seconds, partitions)
+LEASE_LINE = re.compile(r"lease \d+: .* in ([\d.]+) s \(.*\), (\d+) transaction\(s\)")
+
+
+def commits_per_second(log: Path) -> float | None:
+    """Transactions per second per partition over the leases ``replicate.py`` logged."""
+    leases = [LEASE_LINE.search(line) for line in log.read_text(errors="replace").splitlines()]
+    seconds = sum(float(m[1]) for m in leases if m)
+    return round(sum(int(m[2]) for m in leases if m) / seconds, 1) if seconds else None
+
+
+def clusters(config_path: Path) -> tuple[Cluster, Cluster]:
     config = load_config(config_path)
     flow = config.enabled_flows()[0]
-    source, target = config.cluster(flow.source), config.cluster(flow.target)
+    return config.cluster(flow.source), config.cluster(flow.target)
+
+
+def run(
+    config_path: Path, *, rate: int, seconds: int, partitions: int, interval_ms: int | None = None
+) -> dict[str, Any]:
+    """Ours (exactly once; ``interval_ms``: its transaction.interval.ms, else the default) and MM2."""
+    load = Load(rate, seconds, partitions)
+    source, target = clusters(config_path)
+    settings = {} if interval_ms is None else {"transaction.interval.ms": interval_ms}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         return {
@@ -123,8 +162,9 @@ def run(config_path: Path, *, rate: int, seconds: int, partitions: int) -> dict[
             "seconds": seconds,
             "partitions": partitions,
             "record_size": 100,
+            "transaction_interval_ms": interval_ms or FlowSettings().transaction_interval_ms,
             "ours_exactly_once": run_with(
-                lambda topic: replicators.ours(config_path, workdir, topic), source, target, load
+                lambda topic: replicators.ours(config_path, workdir, topic, settings=settings), source, target, load
             ),
             "mirrormaker2": run_with(
                 lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=partitions),
@@ -135,14 +175,63 @@ def run(config_path: Path, *, rate: int, seconds: int, partitions: int) -> dict[
         }
 
 
+def sweep(config_path: Path, *, rate: int, seconds: int, partitions: int, intervals: list[int]) -> dict[str, Any]:
+    """Ours only, once per transaction.interval.ms."""
+    load = Load(rate, seconds, partitions)
+    source, target = clusters(config_path)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        for interval in intervals:
+            settings = {"transaction.interval.ms": interval}
+            figures = run_with(
+                lambda topic: replicators.ours(config_path, workdir, topic, settings=settings),  # noqa: B023
+                source,
+                target,
+                load,
+            )
+            commits = commits_per_second(workdir / f"ours-{figures['alias']}.log")
+            rows.append({"transaction_interval_ms": interval, **figures, "commits_per_s": commits})
+    return {"rate": rate, "seconds": seconds, "partitions": partitions, "record_size": 100, "sweep": rows}
+
+
+def measure(
+    config_path: Path, *, rates: list[int], seconds: int, partitions: int, sweep_ms: list[int]
+) -> dict[str, Any]:
+    """Both tools at every rate (ours at its default transaction.interval.ms), then ours alone
+    at the first rate once per ``sweep_ms`` value."""
+    runs = [run(config_path, rate=rate, seconds=seconds, partitions=partitions) for rate in rates]
+    figures: dict[str, Any] = {"runs": runs}
+    if sweep_ms:
+        figures["sweep"] = sweep(config_path, rate=rates[0], seconds=seconds, partitions=partitions, intervals=sweep_ms)
+    return figures
+
+
+def numbers(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="conf/srm.yaml")
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument(
+        "--transaction-interval-ms", type=int, help="ours: transaction.interval.ms (default: the flow default)"
+    )
+    parser.add_argument("--sweep", type=numbers, help="comma-separated transaction.interval.ms values: ours only")
+    parser.add_argument("--rates", type=numbers, help="comma-separated rates: both tools at each, then --sweep")
     args = parser.parse_args()
-    figures = run(Path(args.config), rate=args.rate, seconds=args.seconds, partitions=args.partitions)
+    common = {"seconds": args.seconds, "partitions": args.partitions}
+    if args.rates:
+        if args.transaction_interval_ms is not None:
+            parser.error("--rates measures ours at its default transaction.interval.ms; use --sweep for others")
+        figures = measure(Path(args.config), rates=args.rates, sweep_ms=args.sweep or [], **common)
+    elif args.sweep:
+        figures = sweep(Path(args.config), rate=args.rate, intervals=args.sweep, **common)
+    else:
+        figures = run(Path(args.config), rate=args.rate, interval_ms=args.transaction_interval_ms, **common)
     print(json.dumps(figures, indent=2))
 
 

@@ -24,8 +24,10 @@ from srm.jvm import kafka_command
 from srm.sparkapp import spark_submit_command, submit_environment
 
 
-def ours(config_path: Path, workdir: Path, topics: str, tasks: int = 2) -> tuple[subprocess.Popen[bytes], str]:
-    path, source, target = flow_config(config_path, workdir, topics, True, tasks)
+def ours(
+    config_path: Path, workdir: Path, topics: str, tasks: int = 2, settings: dict[str, Any] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    path, source, target = flow_config(config_path, workdir, topics, True, tasks, **(settings or {}))
     command = spark_submit_command(
         "replicate.py", ["--source", source, "--target", target, "--mode", "continuous", "--config", str(path)]
     )

@@ -7,8 +7,8 @@ limit, MirrorMaker 2, ours with exactly-once on and off), latency under a steady
 failover accuracy, scale (partitions, topics, time to replicate a new topic) and a profile of
 the copy tasks. Writes ``<out>/results.json`` (every figure and run, the commands, versions,
 the machine), ``<out>/REPORT.md`` and ``<out>/throughput_latency.png``. ``full`` is what
-bench/REPORT.md holds (21 minutes here); ``quick`` runs every part on small inputs in about
-8 minutes, to check the benchmarks work, not to quote.
+bench/REPORT.md holds (about 50 minutes here); ``quick`` runs every part on the smallest inputs
+in about 8 minutes, to check the benchmarks work, not to quote.
 """
 
 from __future__ import annotations
@@ -31,17 +31,17 @@ from srm.config import load_config
 PRESETS: dict[str, dict[str, Any]] = {
     "full": {
         "throughput": {"records": 1_000_000, "sizes": [1024, 100], "partitions": 8, "repeat": 3},
-        "latency": {"rate": 5000, "seconds": 60, "partitions": 8},
+        "latency": {"rates": [5000, 50_000], "seconds": 30, "partitions": 8, "sweep": [25, 50, 100, 250, 1000]},
         "failover": {"per_partition": 10_000, "partitions": 8},
         "scale": {"partitions": [1, 8, 64], "records": 200_000, "topics": [1, 100, 500], "per_topic": 200},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
     },
     "quick": {
-        "throughput": {"records": 20_000, "sizes": [1024, 100], "partitions": 4, "repeat": 1},
-        "latency": {"rate": 500, "seconds": 10, "partitions": 2},
-        "failover": {"per_partition": 1000, "partitions": 4},
-        "scale": {"partitions": [1, 4], "records": 10_000, "topics": [1, 5], "per_topic": 20},
-        "profile": {"records": 20_000, "size": 100, "partitions": 4},
+        "throughput": {"records": 20_000, "sizes": [100], "partitions": 2, "repeat": 1},
+        "latency": {"rates": [500], "seconds": 5, "partitions": 2, "sweep": [250]},
+        "failover": {"per_partition": 1000, "partitions": 2},
+        "scale": {"partitions": [2], "records": 10_000, "topics": [2], "per_topic": 20},
+        "profile": {"records": 20_000, "size": 100, "partitions": 2},
     },
 }
 KAFKA_VERSION = "4.3.1"  # conf/jvm/kafka/pom.xml
@@ -94,13 +94,16 @@ def findings(results: dict[str, Any]) -> list[str]:
             f"ours / limit = **{s['eos_on_vs_limit']}** (MM2 / limit = {s['mm2_vs_limit']}; at least once: "
             f"ours / MM2 = {s['eos_off_vs_mm2']})."
         )
-    lat = results["latency"]
-    ours, theirs = lat["ours_exactly_once"], lat["mirrormaker2"]
-    lines.append(
-        f"- Latency at {lat['rate']:,} records/s: p50 ours {ours['p50_ms']:,.0f} ms vs MirrorMaker 2 "
-        f"{theirs['p50_ms']:,.0f} ms, p99 {ours['p99_ms']:,.0f} vs {theirs['p99_ms']:,.0f} ms "
-        f"(ours / MM2 at p50 = **{ours['p50_ms'] / max(theirs['p50_ms'], 1):.1f}**)."
-    )
+    for lat in results["latency"]["runs"]:
+        ours, theirs = lat["ours_exactly_once"], lat["mirrormaker2"]
+        p50, p99 = report.latency_bounds(lat)
+        lines.append(
+            f"- Latency at {lat['rate']:,} records/s (transaction.interval.ms {lat['transaction_interval_ms']}): "
+            f"p50 ours {ours['p50_ms']:,.0f} ms vs MirrorMaker 2 {theirs['p50_ms']:,.0f} ms "
+            f"(ours / MM2 = **{report.ratio(ours['p50_ms'], theirs['p50_ms'])}**, bound 2: {p50}), "
+            f"p99 {ours['p99_ms']:,.0f} vs {theirs['p99_ms']:,.0f} ms "
+            f"(ours / MM2 = **{report.ratio(ours['p99_ms'], theirs['p99_ms'])}**, bound 1: {p99})."
+        )
     fo = results["failover"]
     lines.append(
         f"- Failover: MirrorMaker 2's checkpoints make the group re-read {fo['mirrormaker2']['re_read']:,} and skip "
@@ -141,7 +144,13 @@ def main() -> None:
     }
     steps: tuple[tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
         ("throughput", "throughput", lambda o: throughput.measure(args.config, tasks=2, **o)),
-        ("latency", "latency", lambda o: latency.run(args.config, **o)),
+        (
+            "latency",
+            "latency",
+            lambda o: latency.measure(
+                args.config, rates=o["rates"], seconds=o["seconds"], partitions=o["partitions"], sweep_ms=o["sweep"]
+            ),
+        ),
         (
             "failover",
             "failover_accuracy",

@@ -95,7 +95,14 @@ def summarize(runs: list[dict[str, Any]], size: int) -> dict[str, Any]:
     for tool in TOOLS:
         out[tool] = {
             key: spread([r[tool][key] for r in mine])
-            for key in ("copy_records_per_s", "copy_mb_per_s", "job_records_per_s", "cpu_seconds", "peak_rss_mb")
+            for key in (
+                "copy_records_per_s",
+                "copy_mb_per_s",
+                "job_records_per_s",
+                "cpu_seconds",
+                "peak_rss_mb",
+                "peak_pss_mb",
+            )
         }
     for mode in ("eos_on", "eos_off"):
         rate = out[mode]["copy_records_per_s"]["median"]
