@@ -46,7 +46,11 @@ def test_make_bench_quick_writes_the_report(tmp_path: Path) -> None:
     for summary in results["throughput"]["summary"].values():
         for tool in ("mm2", "eos_on", "eos_off"):
             assert summary[tool]["copy_records_per_s"]["median"] > 0
-    assert results["latency"]["ours_exactly_once"]["records"] == results["latency"]["ours_exactly_once"]["sent"]
+    for run in results["latency"]["runs"]:
+        for tool in ("ours_exactly_once", "mirrormaker2"):
+            assert run[tool]["records"] == run[tool]["sent"] > 0, (run["rate"], tool)
+    for row in results["latency"]["sweep"]["sweep"]:
+        assert row["records"] == row["sent"] > 0 and row["commits_per_s"] > 0, row
     assert results["failover"]["ours"]["skipped"] == 0
     assert all(row["ours"]["copied_all"] and row["mirrormaker2"]["copied_all"] for row in results["scale"]["topics"])
     assert results["profile"]["top"]

@@ -66,7 +66,7 @@ def progress_of(env: Env, topic: str, partitions: int) -> dict[int, int]:
     return {p: progress.next_offset for (_, p), progress in found.items()}
 
 
-def test_progress_outlives_offsets_retention_idle_and_stopped(
+def test_progress_outlives_offsets_retention_of_an_idle_partition(
     spark: Any, kafka: SrmConfig, forgetful: LocalClusters, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
     topic = unique("idle")
@@ -87,10 +87,9 @@ def test_progress_outlives_offsets_retention_idle_and_stopped(
     finally:
         run.stop()
 
-    # Stopped for longer than the retention (a group's offsets would be gone by now), then started
-    # again without the Spark checkpoint: it resumes where it was, copying nothing twice.
-    time.sleep(EXPIRED_AFTER_S)
-    assert progress_of(env, topic, 2) == {0: 50, 1: 50 + moved}
+    # Partition 0's progress is older than the retention (group offsets of a group without members,
+    # as the copiers' are, would be gone by now). More records, then a start without the Spark
+    # checkpoint: it resumes where it was, copying nothing twice.
     shutil.rmtree(env.checkpoint(env.flow()))
     produce(env.west, topic, sequenced(2, 40, start=seq))
     replicate(spark, env)
