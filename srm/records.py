@@ -201,8 +201,22 @@ class Checkpoint(_Record):
         return cls(group, topic, partition, upstream, downstream, value.string("metadata"))
 
 
+class _PartitionKeyed(_Record):
+    """Records keyed by an upstream partition: key STRING topic, INT32 partition."""
+
+    topic: str  # fields of the dataclasses below
+    partition: int
+
+    def key(self) -> bytes:
+        return _Writer().string(self.topic).int32(self.partition).bytes()
+
+    @staticmethod
+    def _partition(key: _Reader) -> tuple[str, int]:
+        return key.string("topic"), key.int32("partition")
+
+
 @dataclass(frozen=True)
-class OffsetSync(_Record):
+class OffsetSync(_PartitionKeyed):
     """A pair (offset on the source, offset of the same record on the target) for one partition.
 
     ``topic``/``partition`` are the upstream ones. Unlike the other two, the value has no version.
@@ -214,20 +228,17 @@ class OffsetSync(_Record):
     upstream_offset: int
     downstream_offset: int
 
-    def key(self) -> bytes:
-        return _Writer().string(self.topic).int32(self.partition).bytes()
-
     def value(self) -> bytes:
         return _Writer().int64(self.upstream_offset).int64(self.downstream_offset).bytes()
 
     @classmethod
     def _parse(cls, key: _Reader, value: _Reader) -> Self:
-        topic, partition = key.string("topic"), key.int32("partition")
+        topic, partition = cls._partition(key)
         return cls(topic, partition, value.int64("upstreamOffset"), value.int64("offset"))
 
 
 @dataclass(frozen=True)
-class OffsetRunsRecord(_Record):
+class OffsetRunsRecord(_PartitionKeyed):
     """This project's exact sync history: one record per source partition per transaction.
 
     Written to ``srm-offset-syncs.<source>.internal`` on the target inside the same transaction as
@@ -244,9 +255,6 @@ class OffsetRunsRecord(_Record):
     next_offset: int
     runs: tuple[tuple[int, int, int], ...]
 
-    def key(self) -> bytes:
-        return _Writer().string(self.topic).int32(self.partition).bytes()
-
     def value(self) -> bytes:
         w = _Writer().int16(VERSION).string(self.topic_id).int64(self.next_offset).int32(len(self.runs))
         for source_first, target_first, length in self.runs:
@@ -255,7 +263,7 @@ class OffsetRunsRecord(_Record):
 
     @classmethod
     def _parse(cls, key: _Reader, value: _Reader) -> Self:
-        topic, partition = key.string("topic"), key.int32("partition")
+        topic, partition = cls._partition(key)
         value.version()
         topic_id, next_offset, count = value.string("topicId"), value.int64("nextOffset"), value.int32("runCount")
         if count < 0:
@@ -267,7 +275,7 @@ class OffsetRunsRecord(_Record):
 
 
 @dataclass(frozen=True)
-class ProgressRecord(_Record):
+class ProgressRecord(_PartitionKeyed):
     """Where the copy of one source partition stands: the next source offset to copy.
 
     Written to ``srm-offsets.<source>.internal`` on the target (compacted) inside the same
@@ -282,14 +290,11 @@ class ProgressRecord(_Record):
     topic_id: str
     next_offset: int
 
-    def key(self) -> bytes:
-        return _Writer().string(self.topic).int32(self.partition).bytes()
-
     def value(self) -> bytes:
         return _Writer().int16(VERSION).string(self.topic_id).int64(self.next_offset).bytes()
 
     @classmethod
     def _parse(cls, key: _Reader, value: _Reader) -> Self:
-        topic, partition = key.string("topic"), key.int32("partition")
+        topic, partition = cls._partition(key)
         value.version()
         return cls(topic, partition, value.string("topicId"), value.int64("nextOffset"))

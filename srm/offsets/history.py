@@ -52,7 +52,7 @@ def history_rows(config: SrmConfig, flow: Flow) -> list[dict[str, Any]]:
 
 def recorded_progress(config: SrmConfig, flow: Flow) -> dict[Key, tuple[int, str]]:
     """Per source partition, (next offset, topic id) of the latest transaction the history holds:
-    the same progress the transaction committed to the target's progress group, kept for good."""
+    the same progress the transaction wrote to the progress topic, kept for good."""
     latest: dict[Key, dict[str, Any]] = {}
     for row in history_rows(config, flow):
         key = (row["topic"], row["partition"])

@@ -55,14 +55,16 @@ class Phases:
 
 
 class Accounting:
-    def __init__(self, config: SrmConfig, flow: Flow, checkpoint_dir: str, run_id: str) -> None:
+    def __init__(
+        self, config: SrmConfig, flow: Flow, checkpoint_dir: str, run_id: str, *, source_admin: Any, target_admin: Any
+    ) -> None:
+        """``source_admin``/``target_admin``: the runner's admin clients (thread-safe), shared."""
         self.flow = flow
         self.checkpoint_dir = checkpoint_dir
         self.run_id = run_id
         self.source = config.cluster(flow.source)
         self.target = config.cluster(flow.target)
-        self.source_admin = clients.admin_client(self.source)
-        target_admin = clients.admin_client(self.target)
+        self.source_admin = source_admin
         self.warehouse = Warehouse(config.storage.warehouse)
         self.history = HistoryIngest(self.warehouse, flow, self.target, history_topic_name(flow), target_admin)
         self._query_id: str | None = None

@@ -57,7 +57,9 @@ class BatchRunner:
         self.history_topic = history_topic_name(flow)
         # Warehouse appends are idempotent per (query, this run, batch): a batch replayed after a
         # restart describes what the replay did (usually nothing left to copy), never double counts.
-        self.accounting = Accounting(config, flow, checkpoint_dir, owner.run)
+        self.accounting = Accounting(
+            config, flow, checkpoint_dir, owner.run, source_admin=self.source_admin, target_admin=self.target_admin
+        )
         self._config_mtime = Path(config.file).stat().st_mtime if Path(config.file).exists() else 0.0
 
     @property
