@@ -148,13 +148,22 @@ def clusters(config_path: Path) -> tuple[Cluster, Cluster]:
     return config.cluster(flow.source), config.cluster(flow.target)
 
 
+def ours(config_path: Path, workdir: Path, load: Load, interval_ms: int | None) -> dict[str, Any]:
+    """Ours, exactly once, at ``interval_ms`` (None: the default transaction.interval.ms)."""
+    source, target = clusters(config_path)
+    settings = {} if interval_ms is None else {"transaction.interval.ms": interval_ms}
+    figures = run_with(
+        lambda topic: replicators.ours(config_path, workdir, topic, settings=settings), source, target, load
+    )
+    return figures | {"commits_per_s": commits_per_second(workdir / f"ours-{figures['alias']}.log")}
+
+
 def run(
     config_path: Path, *, rate: int, seconds: int, partitions: int, interval_ms: int | None = None
 ) -> dict[str, Any]:
     """Ours (exactly once; ``interval_ms``: its transaction.interval.ms, else the default) and MM2."""
     load = Load(rate, seconds, partitions)
     source, target = clusters(config_path)
-    settings = {} if interval_ms is None else {"transaction.interval.ms": interval_ms}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         return {
@@ -163,9 +172,7 @@ def run(
             "partitions": partitions,
             "record_size": 100,
             "transaction_interval_ms": interval_ms or FlowSettings().transaction_interval_ms,
-            "ours_exactly_once": run_with(
-                lambda topic: replicators.ours(config_path, workdir, topic, settings=settings), source, target, load
-            ),
+            "ours_exactly_once": ours(config_path, workdir, load, interval_ms),
             "mirrormaker2": run_with(
                 lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=partitions),
                 source,
@@ -175,23 +182,25 @@ def run(
         }
 
 
-def sweep(config_path: Path, *, rate: int, seconds: int, partitions: int, intervals: list[int]) -> dict[str, Any]:
-    """Ours only, once per transaction.interval.ms."""
+def sweep(
+    config_path: Path,
+    *,
+    rate: int,
+    seconds: int,
+    partitions: int,
+    intervals: list[int],
+    measured: dict[int, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Ours only, once per transaction.interval.ms; ``measured``: runs at the same load already
+    made, by interval, taken as they are instead of measured again."""
     load = Load(rate, seconds, partitions)
-    source, target = clusters(config_path)
-    rows = []
+    measured = measured or {}
     with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        for interval in intervals:
-            settings = {"transaction.interval.ms": interval}
-            figures = run_with(
-                lambda topic: replicators.ours(config_path, workdir, topic, settings=settings),  # noqa: B023
-                source,
-                target,
-                load,
-            )
-            commits = commits_per_second(workdir / f"ours-{figures['alias']}.log")
-            rows.append({"transaction_interval_ms": interval, **figures, "commits_per_s": commits})
+        rows = [
+            {"transaction_interval_ms": interval}
+            | (measured.get(interval) or ours(config_path, Path(tmp), load, interval))
+            for interval in intervals
+        ]
     return {"rate": rate, "seconds": seconds, "partitions": partitions, "record_size": 100, "sweep": rows}
 
 
@@ -203,7 +212,15 @@ def measure(
     runs = [run(config_path, rate=rate, seconds=seconds, partitions=partitions) for rate in rates]
     figures: dict[str, Any] = {"runs": runs}
     if sweep_ms:
-        figures["sweep"] = sweep(config_path, rate=rates[0], seconds=seconds, partitions=partitions, intervals=sweep_ms)
+        first = runs[0]
+        figures["sweep"] = sweep(
+            config_path,
+            rate=rates[0],
+            seconds=seconds,
+            partitions=partitions,
+            intervals=sweep_ms,
+            measured={first["transaction_interval_ms"]: first["ours_exactly_once"]},
+        )
     return figures
 
 

@@ -38,7 +38,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "quick": {
         "throughput": {"records": 20_000, "sizes": [100], "partitions": 2, "repeat": 1},
-        "latency": {"rates": [500], "seconds": 5, "partitions": 2, "sweep": [250]},
+        "latency": {"rates": [500], "seconds": 5, "partitions": 2, "sweep": [100]},
         "failover": {"per_partition": 1000, "partitions": 2},
         "scale": {"partitions": [2], "records": 10_000, "topics": [2], "per_topic": 20},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},

@@ -155,9 +155,10 @@ class TargetWriter:
             except BufferError:  # local queue full: let delivery reports drain it
                 self.producer.poll(0.05)
             except Exception as exc:
-                if self.exactly_once and self.error is None:
+                if self.exactly_once:
                     # A failed transaction refuses every later record ("Erroneous state"): the
-                    # cause is in a delivery report; _flush collects it and raises it instead.
+                    # cause is in a delivery report, received already or still to come; _flush
+                    # collects it and raises it instead.
                     self._flush()
                 raise self._record_error(exc, state, offset, value_size) from None
         state.produced.append(offset)
