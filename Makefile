@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-unit lint lock clean bench bench-quick
+.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -83,7 +83,10 @@ bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check the
 	$(BIN)/python -m bench.run --preset quick --out $(BENCH_QUICK_OUT)
 
 test: install jars lint  ## install and run the whole test suite (lint, types, unit, integration)
-	$(BIN)/pytest
+	$(BIN)/pytest -m "not bench"
+
+test-bench: install jars  ## a smoke run of make bench-quick (~9 min) checked by a test; CI runs it after make test
+	$(BIN)/pytest -m bench tests/bench
 
 test-unit: install  ## only the tests that need no broker
 	$(BIN)/pytest tests/unit

@@ -20,6 +20,7 @@ import pytest
 from srm.config import SrmConfig, load_config
 from srm.local import LocalClusters
 from srm.probe import broker_answers
+from tests.jobs import Job
 
 EXISTING_CLUSTERS_ENV = "SRM_TEST_CONFIG"
 TEST_CONFIG = """\
@@ -96,6 +97,12 @@ def spark() -> Iterator[Any]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_job_outlives_its_test() -> Iterator[None]:
+    yield
+    Job.kill_leftovers()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -55,6 +55,8 @@ def exactly_once(env: Env, topic: str, sent: int, partitions: int, start: int = 
 class Job:
     """``srm-control run replicate`` for one flow, in a session of its own, logging to a file."""
 
+    started: ClassVar[list[Job]] = []  # killed at the end of the test if still running (conftest)
+
     def __init__(self, config: Path, source: str, target: str, log: Path, *, master: str | None = None) -> None:
         self.log = log
         command = [str(Path(sys.executable).parent / "srm-control"), "run", "replicate", "--source", source]
@@ -64,6 +66,15 @@ class Job:
         self.seen = log.stat().st_size if log.exists() else 0
         with open(log, "ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        Job.started.append(self)
+
+    @classmethod
+    def kill_leftovers(cls) -> None:
+        """A failed test must not leave a job copying (and using the CPU) through the next tests."""
+        for job in cls.started:
+            if job.process.poll() is None:
+                job.kill()
+        cls.started.clear()
 
     @property
     def pid(self) -> int:

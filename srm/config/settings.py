@@ -95,8 +95,10 @@ class FlowSettings(BaseModel):
     start: Annotated[Literal["earliest", "latest"] | datetime, BeforeValidator(_parse_start)] = "earliest"
     exactly_once: bool = True
     on_data_loss: Literal["fail", "continue"] = "fail"
-    # Continuous mode: a record is visible on the target when its transaction commits, at most
-    # this long after the transaction's first record (plus the commit itself): the latency floor.
+    # Continuous mode: a record is visible on the target when its transaction commits. A copier
+    # commits as soon as it has caught up with its partitions (its consumer holds no more
+    # records), and at the latest this long after the transaction's first record: under a load
+    # it cannot catch up with, this bounds the latency and sets the commit rate.
     transaction_interval_ms: int = Field(100, alias="transaction.interval.ms", ge=10, le=60_000)
     # Continuous mode: how long one Spark task holds its slot's partitions. Copying goes on across
     # leases without a pause; a lease is the unit of planning (new topics, YAML edits without an

@@ -16,7 +16,7 @@ KNOWN_WRITE_ERRORS = (
 )
 
 
-def _code_name(error: Any) -> str:
+def code_name(error: Any) -> str:
     try:
         return str(error.name())
     except Exception:  # a KafkaError always has name(); be safe with foreign objects
@@ -27,7 +27,7 @@ def write_error(
     error: Any, *, target: str, target_topic: str, partition: int, source: str, topic: str, offset: int, size: int
 ) -> ReplicationError:
     """Why a record could not be written to the target, and the setting to change."""
-    name = _code_name(error)
+    name = code_name(error)
     where = f"topic {topic!r} partition {partition} offset {offset}"
     if name in ("MSG_SIZE_TOO_LARGE", "RECORD_TOO_LARGE"):
         return ReplicationError(
@@ -63,7 +63,7 @@ def write_error(
 
 
 def read_error(error: Any, *, source: str, topic: str, partition: int, offset: int) -> ReplicationError:
-    name = _code_name(error)
+    name = code_name(error)
     where = f"topic {topic!r} partition {partition} at offset {offset} on {source}"
     if name in ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
         return ReplicationError(

@@ -1,11 +1,12 @@
 """Continuous mode on the driver: one micro-batch is one lease (see :mod:`.resident`).
 
 A lease's Spark job runs one task per slot for ``task.lease.seconds``; the copiers behind those
-tasks commit every ``transaction.interval.ms`` and carry on into the next lease. While the job
-runs, the driver watches what would change the plan: new or removed partitions (topics created,
-grown or deleted; srm-control's lists edited) and an edited YAML. It then ends the lease early
-through the ownership record, so the next plan takes the change within seconds. A stop request
-ends the lease the same way, with the copiers committing and stopping.
+tasks commit whenever they catch up (at the latest every ``transaction.interval.ms``) and carry on
+into the next lease. While the job runs, the driver watches what would change the plan: new or
+removed partitions (topics created, grown or deleted; srm-control's lists edited) and an edited
+YAML. It then ends the lease early through the ownership record, so the next plan takes the change
+within seconds. A stop request ends the lease the same way, with the copiers committing and
+stopping.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ copying itself runs in a thread of the task's Python worker (:class:`ResidentCop
 outlives the task: the next lease's task of the same slot lands in the same worker (the driver
 pins each slot to a worker of its own, see :mod:`srm.replication.batch`), hands the copier the new
 plan, and the copier goes on without a pause, its consumer still fetching and its transactional
-producer still initialised. A record therefore waits only for its transaction, committed every
-``transaction.interval.ms``, never for Spark's scheduling.
+producer still initialised. A record therefore waits only for its transaction, never for Spark's
+scheduling: the copier commits as soon as it has caught up (its consumer holds nothing more), and
+at the latest ``transaction.interval.ms`` after the transaction's first record.
 
 A task ends at its lease's end, when the ownership record says so (a higher lease number: new
 topics, an edited list or YAML; ``stopped``; another epoch: the flow was taken over), or when the
@@ -105,10 +106,11 @@ class ResidentCopier(threading.Thread):
             if self._owner_says_stop() or time.monotonic() > self.deadline:
                 commit_or_rewind(self.loop)
                 return
+            open_transaction = self.loop.writer.due_in(interval) is not None
+            copied = self.loop.step(0.0 if open_transaction else IDLE_WAIT_S)
             due = self.loop.writer.due_in(interval)
-            self.loop.step(IDLE_WAIT_S if due is None else max(0.0, min(due, IDLE_WAIT_S)))
-            due = self.loop.writer.due_in(interval)
-            if due is not None and due <= 0:
+            if due is not None and ((open_transaction and not copied) or due <= 0):
+                # Caught up (the consumer holds nothing more) or the interval is over: commit.
                 commit_or_rewind(self.loop)
             if self.loop.blocked or self.loop.replan:
                 self.lease_over.set()  # the driver reports the loss or plans the partition again
@@ -178,15 +180,17 @@ class ResidentCopier(threading.Thread):
         return exc
 
     def _close(self) -> None:
-        if self.loop is not None:
-            try:
-                self.final = self.loop.results()
-            finally:
-                if self._tail is not None:
-                    self._tail.close()
-                self.loop.close()
-        self.lease_over.set()
-        self._taken.set()
+        try:
+            if self.loop is not None:
+                try:
+                    self.final = self.loop.results()
+                finally:
+                    if self._tail is not None:
+                        self._tail.close()
+                    self.loop.close()
+        finally:  # the task waiting in take() returns whatever happened above
+            self.lease_over.set()
+            self._taken.set()
 
 
 _COPIERS: dict[tuple[str, int], ResidentCopier] = {}

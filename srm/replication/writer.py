@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from srm import clients
 from srm.errors import ReplicationError
 from srm.records import OffsetRunsRecord, OffsetSync, ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
-from srm.replication.kafka_errors import KNOWN_WRITE_ERRORS, write_error
+from srm.replication.kafka_errors import KNOWN_WRITE_ERRORS, code_name, write_error
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import PROGRESS_READER, progress_group
 from srm.replication.runs import OffsetRun, mm2_syncs
@@ -89,6 +89,16 @@ class _Router:
             self.sink.on_delivery(error, message)
 
 
+class _RoutedProducer(NamedTuple):
+    """What the client cache keeps per transactional id: the producer and its reports' router."""
+
+    producer: Any
+    router: _Router
+
+    def close(self) -> None:
+        self.producer.close()
+
+
 class TargetWriter:
     def __init__(self, job: CopyJob, cache: ClientCache) -> None:
         self.job = job
@@ -110,7 +120,7 @@ class TargetWriter:
     def _producer_key(self) -> str:
         return self.job.transactional_id if self.exactly_once else f"idempotent:{self.job.transactional_id}"
 
-    def _build_producer(self) -> tuple[Any, _Router]:
+    def _build_producer(self) -> _RoutedProducer:
         router = _Router()
         settings: dict[str, Any] = {**PRODUCER_SETTINGS, "on_delivery": router.delivered}
         if self.exactly_once:
@@ -123,7 +133,7 @@ class TargetWriter:
                 self._retry(lambda: producer.init_transactions(TXN_TIMEOUT_S))
             except Exception as exc:
                 raise self._api_error(exc, "starting transactions") from None
-        return producer, router
+        return _RoutedProducer(producer, router)
 
     def _build_target_consumer(self) -> Any:
         # Reads the committed progress and the ownership records of the flow. Never subscribes.
@@ -155,10 +165,10 @@ class TargetWriter:
             except BufferError:  # local queue full: let delivery reports drain it
                 self.producer.poll(0.05)
             except Exception as exc:
-                if self.exactly_once:
+                if self.exactly_once and code_name(exc.args[0] if exc.args else exc) == "_STATE":
                     # A failed transaction refuses every later record ("Erroneous state"): the
                     # cause is in a delivery report, received already or still to come; _flush
-                    # collects it and raises it instead.
+                    # collects it and raises it instead. (Never after a fatal error: fenced.)
                     self._flush()
                 raise self._record_error(exc, state, offset, value_size) from None
         state.produced.append(offset)

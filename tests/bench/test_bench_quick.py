@@ -21,6 +21,7 @@ def local_clusters_running() -> bool:
 
 
 @pytest.mark.integration
+@pytest.mark.bench
 @pytest.mark.timeout(1800)
 def test_make_bench_quick_writes_the_report(tmp_path: Path) -> None:
     were_running = local_clusters_running()
