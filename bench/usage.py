@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -27,35 +29,11 @@ class Sample:
     processes: tuple[tuple[str, float], ...]  # (what, PSS MiB) of every process of the tree
 
 
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
-
-
-def _kib(text: str, field: str) -> float:
-    for line in text.splitlines():
-        if line.startswith(field):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _what(pid: int) -> str:
+def _what(process: psutil.Process) -> str:
     """A short name: the program and the main class or script it runs."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return "?"
+    argv = process.cmdline()
+    if not argv:
+        return str(process.name())
     program = Path(argv[0]).name
     for before, arg in itertools.pairwise(argv):
         if arg.endswith(".py") or arg.startswith("org.apache.") or before == "-m":
@@ -64,16 +42,23 @@ def _what(pid: int) -> str:
 
 
 def sample(root: int) -> Sample:
+    """RSS and PSS of ``root`` and all its descendants (processes that end meanwhile are skipped)."""
     rss = pss = 0.0
     processes = []
-    for pid in _descendants(root):
+    try:
+        tree = [psutil.Process(root)]
+        tree += tree[0].children(recursive=True)
+    except psutil.NoSuchProcess:
+        return Sample(0.0, 0.0, ())
+    for process in tree:
         try:
-            rss += _kib(Path(f"/proc/{pid}/status").read_text(), "VmRSS:")
-            own = _kib(Path(f"/proc/{pid}/smaps_rollup").read_text(), "Pss:")
-        except OSError:
+            memory = process.memory_full_info()
+            what = _what(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
-        pss += own
-        processes.append((_what(pid), round(own)))
+        rss += memory.rss / 2**20
+        pss += memory.pss / 2**20
+        processes.append((what, round(memory.pss / 2**20)))
     return Sample(rss, pss, tuple(sorted(processes, key=lambda p: -p[1])))
 
 

@@ -6,14 +6,18 @@ from typing import Any
 
 from srm.errors import ReplicationError
 
+FENCED = ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH")  # a newer producer of the id took over
 KNOWN_WRITE_ERRORS = (
-    "PRODUCER_FENCED",
-    "_FENCED",
-    "INVALID_PRODUCER_EPOCH",
+    *FENCED,
     "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
     "GROUP_AUTHORIZATION_FAILED",
     "TOPIC_AUTHORIZATION_FAILED",
 )
+
+
+def kafka_error(exc: BaseException) -> Any:
+    """The KafkaError a KafkaException carries (else the exception itself)."""
+    return exc.args[0] if exc.args else exc
 
 
 def code_name(error: Any) -> str:
@@ -53,7 +57,7 @@ def write_error(
             f"not authorized to commit replication progress on {target}: grant READ on GROUP prefix '__srm.' "
             f"to the principal of clusters.{target}"
         )
-    if name in ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH"):
+    if name in FENCED:
         return ReplicationError(
             f"another writer took over this slot on {target} while copying {where} (transaction fenced); "
             "this attempt stops and its open transaction is aborted, nothing is lost or duplicated"

@@ -40,6 +40,7 @@ from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, RecordFormatError, SrmError
 from srm.internal_topics import OWNERS_TOPIC
+from srm.replication.kafka_errors import FENCED, kafka_error
 from srm.topics import read_to_end
 
 log = logging.getLogger("srm.replicate")
@@ -277,7 +278,7 @@ class FlowOwner:
             self._producer.commit_transaction(TXN_TIMEOUT_S)
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
-            if error is not None and error.name() in ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH"):
+            if error is not None and error.name() in FENCED:
                 latest, _ = latest_ownership(self._consumer, self.flow, self._tail)
                 if latest is not None and latest.run != self.run:
                     raise taken_over(self.flow, record, latest) from None
@@ -286,7 +287,7 @@ class FlowOwner:
         self.offset = delivered[0] if delivered else self.offset
 
     def _error(self, exc: Exception, doing: str) -> SrmError:
-        error = exc.args[0] if exc.args else exc
+        error = kafka_error(exc)
         detail = error.str() if hasattr(error, "str") else str(error)
         return SrmError(
             f"flow {self.flow.name}: {doing} on {self.target.alias} ({self.target.describe()}) failed: {detail}. "

@@ -29,7 +29,7 @@ from srm.errors import ReplicationError
 from srm.records import OffsetRunsRecord, OffsetSync, ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
-from srm.replication.kafka_errors import KNOWN_WRITE_ERRORS, code_name, write_error
+from srm.replication.kafka_errors import FENCED, KNOWN_WRITE_ERRORS, code_name, kafka_error, write_error
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import PROGRESS_READER, progress_group
 from srm.replication.runs import OffsetRun, mm2_syncs
@@ -48,7 +48,6 @@ TXN_TIMEOUT_S = 60.0
 # A transaction call that keeps failing with retriable errors this long (the target unreachable)
 # gives up: the task fails and Spark retries it.
 RETRY_FOR_S = 120.0
-FENCED = ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH")
 # Delivery failures that a later attempt can get past (the target's broker was down or a leader
 # moved for longer than librdkafka retried): the transaction is aborted and copied again.
 TRANSIENT = (
@@ -165,7 +164,7 @@ class TargetWriter:
             except BufferError:  # local queue full: let delivery reports drain it
                 self.producer.poll(0.05)
             except Exception as exc:
-                if self.exactly_once and code_name(exc.args[0] if exc.args else exc) == "_STATE":
+                if self.exactly_once and code_name(kafka_error(exc)) == "_STATE":
                     # A failed transaction refuses every later record ("Erroneous state"): the
                     # cause is in a delivery report, received already or still to come; _flush
                     # collects it and raises it instead. (Never after a fatal error: fenced.)
@@ -373,15 +372,14 @@ class TargetWriter:
         )
 
     def _record_error(self, exc: Exception, state: PartitionState, offset: int, size: int) -> ReplicationError:
-        error = exc.args[0] if exc.args else exc
-        return self._write_error(error, state, offset, size)
+        return self._write_error(kafka_error(exc), state, offset, size)
 
     def _api_error(self, exc: Exception, doing: str) -> ReplicationError:
         """A failed transaction call: the producer is dropped, so the next task starts afresh."""
         self.usable = False
         self.cache.drop_producer(self._producer_key)
-        error = exc.args[0] if exc.args else exc
-        name = error.name() if hasattr(error, "name") else ""
+        error = kafka_error(exc)
+        name = code_name(error)
         if name in FENCED:
             return ProducerFencedError(
                 f"{self._slot} on {self.job.target.alias} was fenced while {doing}: a newer writer of this "

@@ -42,7 +42,10 @@ def target_records(env: Env, topic: str) -> int:
 @pytest.fixture
 def running(spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]) -> Any:
     prefix = unique("live")
-    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [f"{prefix}-a.*"]}])
+    # The longest transaction.interval.ms: records still show within seconds because a copier
+    # commits as soon as it has caught up, not when the interval is over.
+    flow = {"source": "west", "target": "east", "topics": [f"{prefix}-a.*"], "transaction.interval.ms": 60_000}
+    env = make_env(kafka, tmp_path, [flow])
     run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
     warm = f"{prefix}-a0"  # the first micro-batch also starts Spark's Python workers: wait it out
     ensure_topic(clients.admin_client(env.west), warm, 1)
