@@ -226,7 +226,8 @@ def read_to_end(
 ) -> Generator[Any, None, None]:
     """Every record of one partition from its start (or offset ``start``) up to its current end
     (``enable.partition.eof`` set on ``consumer``): how the compacted internal topics are read.
-    ``keep_assigned`` leaves the consumer positioned at the end, to read what comes later."""
+    ``keep_assigned`` leaves the consumer positioned at the end, to read what comes later.
+    Gives up when the partition yields nothing for ``timeout_s``."""
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -236,8 +237,11 @@ def read_to_end(
     try:
         while True:
             if time.monotonic() > deadline:
-                raise SrmError(f"reading {topic}[{partition}] to its end took over {timeout_s:.0f} s")
-            for message in consumer.consume(10_000, 0.05):
+                raise SrmError(f"reading {topic}[{partition}] to its end: nothing for {timeout_s:.0f} s")
+            messages = consumer.consume(10_000, 0.05)
+            if messages:
+                deadline = time.monotonic() + timeout_s
+            for message in messages:
                 error = message.error()
                 if error is None:
                     yield message

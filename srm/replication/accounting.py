@@ -78,16 +78,39 @@ class Accounting:
         self._pending.append(self._pool.submit(self._account, batch_id, payloads, losses))
 
     def close(self, timeout_s: float = 120.0) -> None:
-        """Wait until every batch's accounting is written."""
+        """Wait until every batch's accounting is written, then ingest the history once more, so a
+        batch whose ingest failed (and that no later batch retried) is in the warehouse when the
+        run ends."""
         pending, self._pending = self._pending, []
-        futures.wait(pending, timeout=timeout_s)
+        pending.append(self._pool.submit(self._catch_up))
+        _, late = futures.wait(pending, timeout=timeout_s)
+        if late:
+            log.error(
+                "flow %s: accounting still running after %.0f s at shutdown; the next run ingests the history",
+                *(self.flow.name, timeout_s),
+            )
+
+    def _catch_up(self) -> None:
+        try:
+            self.history.ingest()
+        except Exception:
+            log.exception("flow %s: ingesting the sync history at shutdown failed", self.flow.name)
+        finally:
+            self.history.close()
 
     def _account(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
-        try:
-            self._emit_mm2_syncs(payloads)
-            self._record(batch_id, payloads, losses)
-        except Exception:  # the copy is committed; accounting is retried with the next batch's history
-            log.exception("flow %s batch %d: writing syncs, metrics or history failed", self.flow.name, batch_id)
+        # The copy is committed whatever fails here; each step is tried on its own, and the history
+        # (read from its topic) is ingested again by the next batch and at shutdown.
+        steps = (
+            ("MM2 offset syncs", lambda: self._emit_mm2_syncs(payloads)),
+            ("metrics and losses", lambda: self._record(batch_id, payloads, losses)),
+            ("sync history", self.history.ingest),
+        )
+        for what, step in steps:
+            try:
+                step()
+            except Exception:
+                log.exception("flow %s batch %d: writing the %s failed", self.flow.name, batch_id, what)
 
     def _emit_mm2_syncs(self, payloads: list[dict[str, Any]]) -> None:
         topic = mm2_offset_syncs_topic(self.flow)
@@ -113,7 +136,6 @@ class Accounting:
             self.warehouse.append(METRICS, rows, f"metrics:{app}", batch_id + 1)
         if losses:
             self.warehouse.append(DATA_LOSS, self._loss_rows(losses), f"loss:{app}", batch_id + 1)
-        self.history.ingest()
 
     def _loss_rows(self, losses: list[Loss]) -> list[dict[str, Any]]:
         now = datetime.now(UTC)

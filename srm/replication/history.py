@@ -9,7 +9,6 @@ Crashing anywhere just means the next ingest starts from the same offset again.
 from __future__ import annotations
 
 import logging
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,11 +16,12 @@ from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError
 from srm.records import OffsetRunsRecord
-from srm.topics import list_offsets
+from srm.topics import list_offsets, read_to_end
 from srm.warehouse import SYNC_HISTORY, Warehouse
 
 log = logging.getLogger(__name__)
-READ_TIMEOUT_S = 60.0
+STALL_TIMEOUT_S = 60.0  # reading gives up when the topic yields nothing for this long
+CHUNK_RECORDS = 50_000  # one warehouse append per chunk, so a long backlog is saved as it is read
 
 
 class HistoryIngest:
@@ -35,53 +35,55 @@ class HistoryIngest:
         self.app_id = f"history:{flow.name}"
 
     def ingest(self) -> int:
-        """Append the history records committed since the last ingest; returns how many were read."""
-        start, end, rows = self.tail()
-        if end <= start:
-            return 0
-        self.warehouse.append(SYNC_HISTORY, rows, self.app_id, end)
-        return len(rows)
+        """Append the history records committed since the last ingest, a chunk per warehouse commit;
+        returns how many runs were appended."""
+        start = self.warehouse.version(SYNC_HISTORY, self.app_id) or 0
+        end = self._end()
+        appended = 0
+        while start < end:
+            reached, rows = self._read(start, end, CHUNK_RECORDS)
+            self.warehouse.append(SYNC_HISTORY, rows, self.app_id, reached)
+            appended += len(rows)
+            start = reached
+        return appended
 
     def tail(self) -> tuple[int, int, list[dict[str, Any]]]:
         """(start, end, rows) of the history committed to the topic but not yet in the warehouse."""
         start = self.warehouse.version(SYNC_HISTORY, self.app_id) or 0
-        end = list_offsets(self.admin, [(self.topic, 0)], "latest")[(self.topic, 0)]
-        if end <= start:
-            return start, end, []
-        records = self._read(start, end)
-        return start, end, [row for offset, ts, record in records for row in self._rows(offset, ts, record)]
+        end = self._end()
+        rows: list[dict[str, Any]] = []
+        position = start
+        while position < end:
+            position, chunk = self._read(position, end, CHUNK_RECORDS)
+            rows += chunk
+        return start, end, rows
 
     def close(self) -> None:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
 
-    def _read(self, start: int, end: int) -> list[tuple[int, int, OffsetRunsRecord]]:
-        from confluent_kafka import TopicPartition
+    def _end(self) -> int:
+        return int(list_offsets(self.admin, [(self.topic, 0)], "latest")[(self.topic, 0)])
 
+    def _read(self, start: int, end: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
+        """Rows of the records from ``start``, up to ``end`` or ``limit`` records; returns the offset
+        the next read starts from with them (past transaction markers and aborted records)."""
         if self._consumer is None:
             self._consumer = clients.consumer(self.target, "__srm.history-ingest", **{"enable.partition.eof": True})
-        self._consumer.assign([TopicPartition(self.topic, 0, start)])
-        out: list[tuple[int, int, OffsetRunsRecord]] = []
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while time.monotonic() < deadline:
-            for message in self._consumer.consume(10_000, 0.05):
-                error = message.error()
-                if error is not None:
-                    if error.name() == "_PARTITION_EOF" and message.offset() >= end:
-                        return out
-                    continue
-                if message.offset() >= end:
-                    return out
-                try:
-                    out.append((message.offset(), message.timestamp()[1], OffsetRunsRecord.from_message(message)))
-                except RecordFormatError as exc:  # never stop the flow over one unreadable record
-                    log.error("skipping history record: %s", exc)
-                if message.offset() >= end - 1:
-                    return out
-        raise TimeoutError(
-            f"reading {self.topic} from {start} to {end} on {self.target.alias} took over {READ_TIMEOUT_S:.0f} s"
-        )
+        rows: list[dict[str, Any]] = []
+        messages = read_to_end(self._consumer, self.topic, 0, STALL_TIMEOUT_S, start=start)
+        for read, message in enumerate(messages, 1):
+            if message.offset() >= end:
+                break
+            try:
+                record = OffsetRunsRecord.from_message(message)
+                rows += self._rows(message.offset(), message.timestamp()[1], record)
+            except RecordFormatError as exc:  # never stop the flow over one unreadable record
+                log.error("skipping history record: %s", exc)
+            if read >= limit and message.offset() + 1 < end:
+                return message.offset() + 1, rows
+        return end, rows
 
     def _rows(self, offset: int, timestamp: int, record: OffsetRunsRecord) -> list[dict[str, Any]]:
         committed = datetime.fromtimestamp(timestamp / 1000, UTC)
