@@ -5,8 +5,8 @@
     .venv/bin/python -m bench.latency --rates 5000,50000 --sweep 25,100  # both: what bench.run reports
 
 For each tool: a fresh topic on the first flow's source, the replicator started and warmed up
-(one record through it, read by the consumer that then measures, so neither the replicator's nor
-the consumer's start counts), then a producer writes ``--rate`` records/s of 100 B for
+(one record through each partition, read by the consumer that then measures, so neither the
+start of any of the replicator's tasks nor the consumer's counts), then a producer writes ``--rate`` records/s of 100 B for
 ``--seconds`` while that consumer, read_committed, reads the remote topic; a record's latency is
 the time it arrives on the target minus its CreateTime (one clock; both replicators keep
 CreateTime). Prints p50/p95/p99/max per tool as JSON (``bench.run`` puts them in the report).
@@ -104,18 +104,22 @@ Start = Callable[[str], tuple[subprocess.Popen[bytes], str]]
 
 
 def run_with(start: Start, source: Cluster, target: Cluster, load: Load) -> dict[str, Any]:
-    """Start a replicator for a fresh topic, warm it up with one record, then measure a steady load."""
+    """Start a replicator for a fresh topic, warm it up with a record per partition, then measure a steady load."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
     try:
         producer = clients.producer(source)
-        producer.produce(topic, value=b"warm", partition=0)
+        for partition in range(load.partitions):  # every partition: each task of either tool has started
+            producer.produce(topic, value=b"warm", partition=partition)
         producer.flush(10)
         reader = Reader(target, f"{alias}.{topic}", WARMUP_TIMEOUT_S)
         try:
-            if not reader.read(1, WARMUP_TIMEOUT_S):
-                raise SystemExit(f"the replicator copied nothing within {WARMUP_TIMEOUT_S:.0f} s")
+            warm = len(reader.read(load.partitions, WARMUP_TIMEOUT_S))
+            if warm < load.partitions:
+                raise SystemExit(
+                    f"the replicator copied {warm} of {load.partitions} warm-up records within {WARMUP_TIMEOUT_S:.0f} s"
+                )
             stop = threading.Event()
             results: dict[str, int] = {}
             feeder = threading.Thread(

@@ -152,7 +152,7 @@ def latency(lat: dict[str, Any]) -> list[str]:
         f"{first['rate']} --seconds {first['seconds']} --partitions {first['partitions']}`. Latency = the time a",
         "read_committed consumer on the target receives the record minus its CreateTime (both replicators keep",
         "CreateTime; one clock). Ours runs at its default `transaction.interval.ms`, MirrorMaker 2 with its",
-        "defaults (at-least-once, no transactions); both warmed up with one record first.",
+        "defaults (at-least-once, no transactions); both warmed up with one record per partition first.",
         "",
         "| rate (records/s) | tool | records | p50 | p95 | p99 | max | p50 ours/MM2 (target <= 2) "
         "| p99 ours/MM2 (target <= 1) |",
