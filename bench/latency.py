@@ -6,8 +6,8 @@
 
 For each tool: a fresh topic on the first flow's source, the replicator started and warmed up
 (one record through each partition, read by the consumer that then measures, so neither the
-start of any of the replicator's tasks nor the consumer's counts), then a producer writes ``--rate`` records/s of 100 B for
-``--seconds`` while that consumer, read_committed, reads the remote topic; a record's latency is
+start of any of the replicator's tasks nor the consumer's counts), then a producer writes
+``--rate`` records/s of 100 B for ``--seconds`` while that consumer, read_committed, reads the remote topic; a record's latency is
 the time it arrives on the target minus its CreateTime (one clock; both replicators keep
 CreateTime). Prints p50/p95/p99/max per tool as JSON (``bench.run`` puts them in the report).
 """
@@ -104,7 +104,8 @@ Start = Callable[[str], tuple[subprocess.Popen[bytes], str]]
 
 
 def run_with(start: Start, source: Cluster, target: Cluster, load: Load) -> dict[str, Any]:
-    """Start a replicator for a fresh topic, warm it up with a record per partition, then measure a steady load."""
+    """Start a replicator for a fresh topic, warm it up with a record per partition, then measure
+    a steady load."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
