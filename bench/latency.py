@@ -7,9 +7,10 @@
 For each tool: a fresh topic on the first flow's source, the replicator started and warmed up
 (one record through each partition, read by the consumer that then measures, so neither the
 start of any of the replicator's tasks nor the consumer's counts), then a producer writes
-``--rate`` records/s of 100 B for ``--seconds`` while that consumer, read_committed, reads the remote topic; a record's latency is
-the time it arrives on the target minus its CreateTime (one clock; both replicators keep
-CreateTime). Prints p50/p95/p99/max per tool as JSON (``bench.run`` puts them in the report).
+``--rate`` records/s of 100 B for ``--seconds`` while that consumer, read_committed, reads the
+remote topic; a record's latency is the time it arrives on the target minus its CreateTime (one
+clock; both replicators keep CreateTime). Prints p50/p95/p99/max per tool as JSON (``bench.run``
+puts them in the report).
 """
 
 from __future__ import annotations
