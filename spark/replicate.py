@@ -35,7 +35,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--target", required=True, help="target cluster alias")
     parser.add_argument("--mode", choices=("continuous", "available-now"), default="continuous")
     parser.add_argument("--config", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
-    parser.add_argument("--checkpoint", help="Spark checkpoint folder (default: storage.checkpoints/<flow>)")
+    parser.add_argument("--checkpoint", help="checkpoint location: the plan log (default: storage.checkpoints/<flow>)")
     parser.add_argument("--master", help="Spark master (default: local[*, 4] unless spark-submit sets one)")
     parser.add_argument("--invoker", help="who runs this job, shown to a run that takes the flow over")
     return parser.parse_args(argv)

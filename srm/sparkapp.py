@@ -1,4 +1,4 @@
-"""Spark for the replication jobs: the session, the streaming query, and the spark-submit call.
+"""Spark for the replication jobs: the session, the flow's query, and the spark-submit call.
 
 Python workers must run the project's interpreter (``spark.pyspark.python``): pyspark otherwise
 starts ``python3`` from PATH, which lacks this project's packages. The copy runs in Python
@@ -38,7 +38,6 @@ SESSION_CONF = {
     "spark.python.worker.reuse": "true",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.streaming.stopTimeout": "60s",
 }
 
 
@@ -78,14 +77,16 @@ def start_replication(
     checkpoint: str | None = None,
     invoker: str | None = None,
 ) -> ReplicationRun:
-    """Claim ``flow`` and start its streaming query: ``available-now`` drains what is there and
+    """Claim ``flow`` and start its query: ``available-now`` drains what is there and
     stops; ``continuous`` runs lease after lease until stopped."""
     from srm import clients
     from srm.internal_topics import ensure_internal_topic, flow_internal_topics
     from srm.replication.batch import BatchRunner
     from srm.replication.lease import LeaseRunner
     from srm.replication.ownership import FlowOwner
-    from srm.replication.source import SOURCE_NAME, PlanSource
+    from srm.replication.plan_log import PlanLog
+    from srm.replication.planner import Planner
+    from srm.replication.query import FlowQuery
     from srm.topics import broker_count
 
     for alias in (flow.source, flow.target):
@@ -94,33 +95,22 @@ def start_replication(
         admin = clients.admin_client(config.cluster(topic.cluster))
         ensure_internal_topic(admin, topic, broker_count(admin))
     location = checkpoint or checkpoint_dir(config, flow)
-    target = config.cluster(flow.target)
-    owner = FlowOwner(target, flow, invoker)
+    plans = PlanLog(spark, location)
+    owner = FlowOwner(config.cluster(flow.target), flow, invoker)
     owner.claim(flow.settings.tasks_max, mode)
-    spark.dataSource.register(PlanSource)
     runner_class = LeaseRunner if mode == "continuous" else BatchRunner
-    runner = runner_class(spark, config, flow, location, owner)
-    stream = (
-        spark.readStream.format(SOURCE_NAME)
-        .option("config", str(Path(config.file).resolve()))
-        .option("source", flow.source)
-        .option("target", flow.target)
-        .option("mode", mode)
-        .load()
-    )
-    writer = stream.writeStream.foreachBatch(runner).option("checkpointLocation", location)
-    # Continuous: the next lease starts as soon as the previous one returns.
-    trigger = {"availableNow": True} if mode == "available-now" else {"processingTime": "0 seconds"}
-    writer = writer.trigger(**trigger)
-    query = writer.queryName(f"replicate {flow.name}").start()
+    runner = runner_class(spark, config, flow, plans.query_id(), owner)
+    planner = Planner(str(Path(config.file).resolve()), flow.source, flow.target, mode)
+    query = FlowQuery(spark, planner, runner, plans, mode)
+    query.start()
     log.info("flow %s: replication started (%s), checkpoint %s", flow.name, mode, location)
     return ReplicationRun(query, runner, owner)
 
 
 @dataclass
 class ReplicationRun:
-    """A running replication query, the driver-side runner that accounts for its batches, and
-    the flow's ownership."""
+    """A running replication query (:class:`~srm.replication.query.FlowQuery`), the runner
+    that copies and accounts for its batches, and the flow's ownership."""
 
     query: Any
     runner: Any
@@ -129,22 +119,24 @@ class ReplicationRun:
 
     def wait(self) -> None:
         """Until the query ends; its failure becomes the project's own error with the message it carried."""
-        from pyspark.errors import StreamingQueryException
+        from srm.replication.query import query_error
 
         try:
-            self.query.awaitTermination()
-        except StreamingQueryException as exc:
-            raise user_error(exc) from None
+            while self.query.is_alive():
+                self.query.join(1.0)
         finally:
             self._release()
+        if self.query.error is not None:
+            raise query_error(self.query.error) from None
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Gracefully: the running lease ends with its copiers committing, then the query stops."""
+        self.query.stopping.set()
         request = getattr(self.runner, "request_stop", None)
         if request is not None:
             request()
             self.runner.idle.wait(timeout_s)
-        self.query.stop()
+        self.query.stop(timeout_s)
         self._release()
 
     def _release(self) -> None:

@@ -80,7 +80,7 @@ class Flow(_Frozen):
 
 
 class Storage(_Frozen):
-    """Where the warehouse tables and the Spark checkpoints live (absolute paths or URIs)."""
+    """Where the warehouse tables and the replicate jobs' plan logs live (absolute paths or URIs)."""
 
     warehouse: str
     checkpoints: str

@@ -8,13 +8,11 @@ thread, in batch order, so the next batch does not wait; ``close()`` drains it.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from srm import clients
@@ -56,18 +54,18 @@ class Phases:
 
 class Accounting:
     def __init__(
-        self, config: SrmConfig, flow: Flow, checkpoint_dir: str, run_id: str, *, source_admin: Any, target_admin: Any
+        self, config: SrmConfig, flow: Flow, query_id: str, run_id: str, *, source_admin: Any, target_admin: Any
     ) -> None:
-        """``source_admin``/``target_admin``: the runner's admin clients (thread-safe), shared."""
+        """``query_id``: the plan log's (stable across restarts); ``source_admin``/``target_admin``:
+        the runner's admin clients (thread-safe), shared."""
         self.flow = flow
-        self.checkpoint_dir = checkpoint_dir
+        self.query_id = query_id
         self.run_id = run_id
         self.source = config.cluster(flow.source)
         self.target = config.cluster(flow.target)
         self.source_admin = source_admin
         self.warehouse = Warehouse(config.storage.warehouse)
         self.history = HistoryIngest(self.warehouse, flow, self.target, history_topic_name(flow), target_admin)
-        self._query_id: str | None = None
         self._pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-accounting")
         self._pending: list[futures.Future[None]] = []
         self._sync_producer: Any = None
@@ -128,7 +126,7 @@ class Accounting:
             log.warning("some MM2 offset syncs to %s on %s were not acknowledged", topic.name, self.flow.source)
 
     def _record(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
-        query = self.query_id()
+        query = self.query_id
         app = f"{self.flow.name}:{query}:{self.run_id}"
         ends = list_offsets(self.source_admin, [(p["row"]["topic"], p["row"]["partition"]) for p in payloads], "latest")
         rows = [self._metrics_row(batch_id, query, p["row"], ends) for p in payloads]
@@ -169,16 +167,6 @@ class Accounting:
             "started_at": datetime.fromtimestamp(row["started_ms"] / 1000, UTC),
             "finished_at": datetime.fromtimestamp(row["finished_ms"] / 1000, UTC),
         }
-
-    def query_id(self) -> str:
-        """The id Spark keeps in the checkpoint: stable across restarts, new when it is deleted."""
-        if self._query_id is None:
-            metadata = Path(self.checkpoint_dir.removeprefix("file:")) / "metadata"
-            try:
-                self._query_id = str(json.loads(metadata.read_text())["id"])
-            except (OSError, ValueError, KeyError):
-                self._query_id = f"run-{int(time.time())}"
-        return self._query_id
 
     def log_line(self, what: str, partitions: int, payloads: list[dict[str, Any]], phases: Phases) -> None:
         """One readable line per batch or lease: records, MiB, partitions, rate, latency, lag."""

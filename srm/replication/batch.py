@@ -1,4 +1,4 @@
-"""One micro-batch on the driver (``foreachBatch``): topics ready, copy job, accounting, one log line.
+"""One micro-batch on the driver: topics ready, copy job, accounting, one log line.
 
 1. Remote topics for every planned range exist with the right partitions (created or grown).
 2. The ranges are grouped by transactional slot (a stable hash of topic and partition, so the
@@ -29,7 +29,6 @@ from srm.replication.copier import run_slot
 from srm.replication.job import CopyJob, CopyRange, Lease, Loss
 from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.remote_topics import RemoteTopics
-from srm.replication.source import range_from_row
 from srm.topics import partition_counts
 
 log = logging.getLogger("srm.replicate")
@@ -44,8 +43,9 @@ def slot_of(topic: str, partition: int, slots: int) -> int:
 class BatchRunner:
     mode = "available-now"
 
-    def __init__(self, spark: Any, config: SrmConfig, flow: Flow, checkpoint_dir: str, owner: FlowOwner) -> None:
+    def __init__(self, spark: Any, config: SrmConfig, flow: Flow, query_id: str, owner: FlowOwner) -> None:
         self.spark = spark
+        self.job_group = f"srm {flow.name}"  # the query's: cancelling it stops a running copy job
         self.config = config
         self.flow = flow
         self.owner = owner
@@ -58,7 +58,7 @@ class BatchRunner:
         # Warehouse appends are idempotent per (query, this run, batch): a batch replayed after a
         # restart describes what the replay did (usually nothing left to copy), never double counts.
         self.accounting = Accounting(
-            config, flow, checkpoint_dir, owner.run, source_admin=self.source_admin, target_admin=self.target_admin
+            config, flow, query_id, owner.run, source_admin=self.source_admin, target_admin=self.target_admin
         )
         self._config_mtime = Path(config.file).stat().st_mtime if Path(config.file).exists() else 0.0
 
@@ -67,9 +67,9 @@ class BatchRunner:
         assert self.owner.current is not None, "the flow is claimed before its query starts"
         return self.owner.current
 
-    def __call__(self, frame: Any, batch_id: int) -> None:
-        phases = Phases()
-        ranges = [range_from_row(row) for row in frame.collect()]
+    def __call__(self, ranges: list[CopyRange], batch_id: int, phases: Phases | None = None) -> None:
+        """``phases``: started when the query began to plan this batch."""
+        phases = phases or Phases()
         log.debug("flow %s batch %d plan: %s", self.flow.name, batch_id, ranges)
         if not ranges:
             return
@@ -162,7 +162,8 @@ class BatchRunner:
                 "(e.g. --master local[N]) or lower tasks.max"
             )
         partitions = sum(len(job.ranges) for job in jobs)
-        context.setJobDescription(f"flow {self.flow.name} {batch_id}: {partitions} partition(s), {slots} slot(s)")
+        description = f"flow {self.flow.name} {batch_id}: {partitions} partition(s), {slots} slot(s)"
+        context.setJobGroup(self.job_group, description, interruptOnCancel=True)
         rdds = [self._slot_rdd(context, job, task) for job in jobs]
         return rdds[0] if len(rdds) == 1 else context.union(rdds)
 

@@ -25,11 +25,10 @@ from srm.control_lists import ControlReader
 from srm.errors import ClusterUnreachableError
 from srm.replication.accounting import Phases
 from srm.replication.batch import BatchRunner
-from srm.replication.job import OPEN_END, Lease
+from srm.replication.job import OPEN_END, CopyRange, Lease
 from srm.replication.ownership import FlowOwner
 from srm.replication.resident import run_lease
 from srm.replication.selector import TopicSelector
-from srm.replication.source import range_from_row
 from srm.topics import list_offsets, partition_counts
 
 log = logging.getLogger("srm.replicate")
@@ -89,10 +88,10 @@ class LeaseRunner(BatchRunner):
         spark: Any,
         config: SrmConfig,
         flow: Flow,
-        checkpoint_dir: str,
+        query_id: str,
         owner: FlowOwner,
     ) -> None:
-        super().__init__(spark, config, flow, checkpoint_dir, owner)
+        super().__init__(spark, config, flow, query_id, owner)
         self.watcher = PlanWatcher(flow, config, self.source_admin)
         self.stopping = threading.Event()
         self.idle = threading.Event()
@@ -103,18 +102,16 @@ class LeaseRunner(BatchRunner):
         """End the running lease (its copiers commit and stop) and start no other."""
         self.stopping.set()
 
-    def __call__(self, frame: Any, batch_id: int) -> None:
+    def __call__(self, ranges: list[CopyRange], batch_id: int, phases: Phases | None = None) -> None:
         if self.stopping.is_set():
             return
         self.idle.clear()
         try:
-            self._lease(frame, batch_id)
+            self._lease(ranges, batch_id, phases or Phases())
         finally:
             self.idle.set()
 
-    def _lease(self, frame: Any, batch_id: int) -> None:
-        phases = Phases()
-        ranges = [range_from_row(row) for row in frame.collect()]
+    def _lease(self, ranges: list[CopyRange], batch_id: int, phases: Phases) -> None:
         phases.lap("plan")
         self._reload()
         self._when_reachable(lambda: self._ensure_topics(ranges))

@@ -1,4 +1,4 @@
-"""The offsets a micro-batch covers, as the plain dict Spark checkpoints.
+"""The offsets a micro-batch covers, as the plain dict the plan log keeps.
 
 ``{"offsets": {topic: {"<partition>": end}}, "ids": {topic: topic_id},
 "initial": {topic: {"<partition>": start}}}``: ``offsets`` are exclusive end offsets (the last

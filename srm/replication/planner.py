@@ -1,6 +1,6 @@
 """Planning micro-batches (driver side): which source partitions to copy, up to which offset.
 
-Runs in the Python process Spark keeps for the streaming source. Each call re-discovers the
+Runs in the driver, in the thread of the flow's query (:mod:`.query`). Each call re-discovers the
 source's topics through the flow's predicate, so new topics and partitions and edited
 allow/deny lists (the YAML's and srm-control's) take effect at the next trigger; the
 configuration file is re-read when it changes. Ends are last stable offsets (read_committed).
@@ -99,7 +99,7 @@ class Planner:
 
     # --- plans --------------------------------------------------------------------------------
     def initial(self) -> plan.Offsets:
-        """Where a query without a Spark checkpoint starts: progress on the target, else ``start``."""
+        """Where a query without a plan log starts: progress on the target, else ``start``."""
         ends, ids = self.snapshot()
         resume = self.resume_positions(list(ends), ids)
         fresh = [tp for tp in ends if tp not in resume]
@@ -133,6 +133,21 @@ class Planner:
             return start
         return self._leased(end, start)
 
+    def frozen(self) -> plan.Offsets:
+        """Available-now: the ends taken when the run starts."""
+        ends, ids = self.snapshot()
+        return plan.build(ends, ids)
+
+    def frozen_after(self, start: plan.Offsets, frozen: plan.Offsets) -> plan.Offsets:
+        """Available-now: the next plan, never past ``frozen``; ``start`` itself when there is
+        nothing left. Partitions that appeared since ``start`` was planned start at their earliest."""
+        ends = plan.positions(frozen)
+        known = plan.positions(start)
+        new = [tp for tp in ends if tp not in known]
+        initial = list_offsets(self.source_admin, new, "earliest") if new else {}
+        end = plan.build(ends, frozen["ids"], initial)
+        return start if plan.same(start, end) and not new else end
+
     def _leased(self, offsets: plan.Offsets, previous: plan.Offsets) -> plan.Offsets:
         if self.mode != "continuous":
             return offsets
@@ -144,6 +159,10 @@ class Planner:
         remote = {t: self.selector.remote(t) for t, _ in plan.positions(end)}
         between = plan.lease_ranges if self.mode == "continuous" else plan.ranges
         return between(start, end, remote)
+
+    def close(self) -> None:
+        if self.control is not None:
+            self.control.close()
 
     def resume_positions(self, partitions: list[tuple[str, int]], ids: dict[str, str]) -> plan.Positions:
         """Where each partition resumes: its progress on the target, else (the progress of an

@@ -119,7 +119,7 @@ def test_target_broker_down_for_30_s_under_load(
         forgetful.up()
         copied = target_records(env, topic)
         wait_for(lambda: target_records(env, topic) > copied + 1000, 120, "copying after the outage")
-        assert run.query.isActive, "the flow stopped during the outage"
+        assert run.query.is_active, "the flow stopped during the outage"
         sent = writer.stop()
         wait_for(lambda: target_records(env, topic) >= sent, 120, "catching up")
     finally:
