@@ -14,6 +14,7 @@ runs continuous mode's leases on the same parts.
 from __future__ import annotations
 
 import logging
+import uuid
 import zlib
 from collections import defaultdict
 from pathlib import Path
@@ -45,7 +46,8 @@ class BatchRunner:
 
     def __init__(self, spark: Any, config: SrmConfig, flow: Flow, query_id: str, owner: FlowOwner) -> None:
         self.spark = spark
-        self.job_group = f"srm {flow.name}"  # the query's: cancelling it stops a running copy job
+        # The Spark job group of the copy jobs: cancelling it (the query stops) stops a running one.
+        self.job_group = f"srm {flow.name} {uuid.uuid4().hex[:8]}"
         self.config = config
         self.flow = flow
         self.owner = owner

@@ -125,10 +125,7 @@ class Planner:
                 raise
             log.warning("flow %s: no new lease while %s does not answer: %s", self.flow.name, self.source_alias, exc)
             return start
-        known = plan.positions(start)
-        new = [tp for tp in ends if tp not in known]
-        initial = list_offsets(self.source_admin, new, "earliest") if new else {}
-        end = plan.build(ends, ids, initial)
+        end, new = self._after(start, ends, ids)
         if self.mode != "continuous" and plan.same(start, end) and not new:
             return start
         return self._leased(end, start)
@@ -141,12 +138,16 @@ class Planner:
     def frozen_after(self, start: plan.Offsets, frozen: plan.Offsets) -> plan.Offsets:
         """Available-now: the next plan, never past ``frozen``; ``start`` itself when there is
         nothing left. Partitions that appeared since ``start`` was planned start at their earliest."""
-        ends = plan.positions(frozen)
+        end, new = self._after(start, plan.positions(frozen), frozen["ids"])
+        return start if plan.same(start, end) and not new else end
+
+    def _after(self, start: plan.Offsets, ends: plan.Positions, ids: dict[str, str]) -> tuple[plan.Offsets, bool]:
+        """The plan up to ``ends``; partitions ``start`` does not know begin at their earliest.
+        Also: whether there are any."""
         known = plan.positions(start)
         new = [tp for tp in ends if tp not in known]
         initial = list_offsets(self.source_admin, new, "earliest") if new else {}
-        end = plan.build(ends, frozen["ids"], initial)
-        return start if plan.same(start, end) and not new else end
+        return plan.build(ends, ids, initial), bool(new)
 
     def _leased(self, offsets: plan.Offsets, previous: plan.Offsets) -> plan.Offsets:
         if self.mode != "continuous":

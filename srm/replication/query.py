@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from typing import Any
 
 from srm.errors import SrmError
@@ -33,7 +32,6 @@ class FlowQuery(threading.Thread):
     def __init__(self, spark: Any, planner: Planner, runner: Any, plan_log: PlanLog, mode: str) -> None:
         super().__init__(name=f"srm-query {runner.flow.name}", daemon=True)
         self.spark, self.planner, self.runner, self.plans, self.mode = spark, planner, runner, plan_log, mode
-        self.job_group = runner.job_group = f"srm {runner.flow.name} {uuid.uuid4().hex[:8]}"
         self.stopping = threading.Event()
         self.error: BaseException | None = None
 
@@ -56,7 +54,7 @@ class FlowQuery(threading.Thread):
     def stop(self, timeout_s: float = 60.0) -> None:
         """No further batch; a running copy job is cancelled (its transactions abort)."""
         self.stopping.set()
-        self.spark.sparkContext.cancelJobGroup(self.job_group)
+        self.spark.sparkContext.cancelJobGroup(self.runner.job_group)
         if self is not threading.current_thread() and self.ident is not None:
             self.join(timeout_s)
 

@@ -43,3 +43,63 @@ def test_only_the_last_batches_are_kept(spark: Any, tmp_path: Path) -> None:
     assert kept == list(range(5, KEEP + 5))
     last = plans.last()
     assert last is not None and last.batch == KEEP + 4 and last.done
+
+
+class _Planner:
+    """Plans of a source that holds ``ends`` (available-now), recording nothing else."""
+
+    def __init__(self, initial: dict[str, Any], frozen: dict[str, Any]) -> None:
+        self._initial, self._frozen = initial, frozen
+
+    def initial(self) -> dict[str, Any]:
+        return self._initial
+
+    def frozen(self) -> dict[str, Any]:
+        return self._frozen
+
+    def frozen_after(self, start: dict[str, Any], frozen: dict[str, Any]) -> dict[str, Any]:
+        return start if start["offsets"] == frozen["offsets"] else frozen
+
+    def ranges(self, start: dict[str, Any], end: dict[str, Any]) -> list[tuple[Any, Any]]:
+        return [(start["offsets"], end["offsets"])]
+
+    def close(self) -> None:
+        pass
+
+
+class _Runner:
+    def __init__(self) -> None:
+        self.flow = type("F", (), {"name": "a->b"})()
+        self.job_group = "test group"
+        self.batches: list[tuple[int, Any]] = []
+
+    def __call__(self, ranges: Any, batch: int, phases: Any = None) -> None:
+        self.batches.append((batch, ranges))
+
+
+def _query(spark: Any, location: str, initial: dict[str, Any], frozen: dict[str, Any]) -> _Runner:
+    from srm.replication.query import FlowQuery
+
+    runner = _Runner()
+    planner: Any = _Planner(initial, frozen)  # the query only calls what this one has
+    query = FlowQuery(spark, planner, runner, PlanLog(spark, location), "available-now")
+    query.start()
+    query.join(30)
+    assert query.error is None
+    return runner
+
+
+def test_a_restart_runs_the_unfinished_batch_again_then_goes_on(spark: Any, tmp_path: Path) -> None:
+    location = str(tmp_path / "cp")
+    # a new query whose source holds nothing new still runs a first batch (commits first positions)
+    assert _query(spark, location, START, START).batches == [(0, [(START["offsets"], START["offsets"])])]
+    # batch 1 planned, the job killed before it finished: the restart runs it again with its plan
+    PlanLog(spark, location).planned(1, START, END)
+    later = {**END, "offsets": {"t": {"0": 12}}}
+    runner = _query(spark, location, START, later)
+    assert runner.batches == [
+        (1, [(START["offsets"], END["offsets"])]),
+        (2, [(END["offsets"], later["offsets"])]),
+    ]
+    last = PlanLog(spark, location).last()
+    assert last is not None and (last.batch, last.done) == (2, True)
