@@ -10,12 +10,15 @@ topics.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from bench.available_now import flow_config
 from bench.mm2 import mm2_properties
@@ -51,10 +54,30 @@ def mirrormaker2(
 
 
 def stop(process: subprocess.Popen[Any]) -> None:
+    """Stop the replicator's whole session and wait until none of its processes is left: the
+    Python driver of a Spark job may still be flushing metrics when the JVM that started it ends,
+    and its work directory is removed next."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
     try:
         process.wait(60)
+        psutil.wait_procs(group(process.pid), timeout=60)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(30)
+        pass
+    for left in group(process.pid):
+        with contextlib.suppress(psutil.Error):
+            left.kill()
+    process.wait(30)
+    psutil.wait_procs(group(process.pid), timeout=30)
+
+
+def group(pgid: int) -> list[psutil.Process]:
+    """The live processes of process group ``pgid``."""
+    found = []
+    for candidate in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(candidate.pid) == pgid and candidate.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(candidate)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return found
