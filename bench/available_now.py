@@ -103,6 +103,7 @@ def run(
     exactly_once: bool,
     tasks: int,
     spark_conf: dict[str, str] | None = None,
+    master: str | None = None,
 ) -> dict[str, Any]:
     config = load_config(base)
     flow = config.enabled_flows()[0]
@@ -115,12 +116,14 @@ def run(
         command = spark_submit_command(
             "replicate.py",
             ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)],
+            master,
             conf=spark_conf,
+            files=() if master is None else (str(path),),
         )
         started = time.monotonic()
         watch = TargetWatch(config.cluster(flow.target), {f"{source}.{topic}": partitions}, records)
         process = subprocess.Popen(
-            command, env=submit_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            command, env=submit_environment(master), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         usage = Usage(process)
         output, _ = process.communicate()
@@ -136,6 +139,7 @@ def run(
     mib = sum(b[1] for b in batches)
     batch_s = sum(b[2] for b in batches)
     return {
+        "master": master or "local[*, 4]",
         "records": records,
         "record_size": size,
         "partitions": partitions,
@@ -170,6 +174,7 @@ def main() -> None:
     parser = workload_parser(__doc__)
     parser.add_argument("--exactly-once", choices=("on", "off"), default="on")
     parser.add_argument("--tasks", type=int, default=2)
+    parser.add_argument("--master", help="Spark master (default local[*, 4])")
     args = parser.parse_args()
     figures = run(
         Path(args.config),
@@ -178,6 +183,7 @@ def main() -> None:
         args.partitions,
         exactly_once=args.exactly_once == "on",
         tasks=args.tasks,
+        master=args.master,
     )
     print(json.dumps(figures, indent=2))
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from srm.config import load_config
 from srm.errors import ConfigError, SrmError
 from srm.offsets.checkpointing import CheckpointPass
-from srm.sparkapp import build_session
+from srm.sparkapp import build_session, shipped_config
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = load_config(args.config, strict=True)
+        config = load_config(shipped_config(args.config), strict=True)
         flow = config.flow(args.source, args.target)
         spark = build_session(f"srm checkpoints {flow.name}", args.master)
         CheckpointPass(spark, config, flow, sync=not args.no_sync).run()

@@ -24,7 +24,7 @@ from types import FrameType
 
 from srm.config import load_config
 from srm.errors import ConfigError, FlowTakenOverError, SrmError
-from srm.sparkapp import ReplicationRun, build_session, start_replication
+from srm.sparkapp import ReplicationRun, build_session, shipped_config, start_replication
 
 TAKEN_OVER_EXIT = 3
 
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
-        config = load_config(args.config, strict=True)
+        config = load_config(shipped_config(args.config), strict=True)
         flow = config.flow(args.source, args.target)
         spark = build_session(f"srm replicate {flow.name}", args.master)
         run = start_replication(spark, config, flow, args.mode, checkpoint=args.checkpoint, invoker=args.invoker)

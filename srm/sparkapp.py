@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srm import locations
 from srm.config.model import Flow, SrmConfig
 from srm.errors import ReplicationError, SrmError
 from srm.paths import project_root
@@ -22,6 +24,7 @@ from srm.paths import project_root
 log = logging.getLogger("srm.replicate")
 
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
+MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
 
 
 def local_master(tasks: int) -> str:
@@ -32,22 +35,71 @@ def local_master(tasks: int) -> str:
     return DEFAULT_MASTER if tasks <= cores else f"local[{tasks}, 4]"
 
 
+def is_local(master: str | None) -> bool:
+    """Whether the job's executors run on this machine (the default master is local)."""
+    return master is None or master == "local" or master.startswith("local[")
+
+
+def check_master(master: str, where: str) -> None:
+    """Refuse a master spark-submit cannot use, before starting it: ``where`` says where it was given."""
+    if is_local(master):
+        if not re.fullmatch(r"local(\[(\*|\d+)(, *\d+)?\])?", master):
+            raise SrmError(f"{where}: Spark master {master!r} is not a valid local master ({MASTER_FORMS})")
+        return
+    if master.startswith("spark://"):
+        for address in master.removeprefix("spark://").split(","):
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                raise SrmError(f"{where}: Spark master {master!r}: {address!r} is not HOST:PORT")
+            try:
+                socket.create_connection((host, int(port)), timeout=5).close()
+            except OSError as exc:
+                raise SrmError(f"{where}: Spark master {master!r} does not answer at {address}: {exc}") from None
+        return
+    if master == "yarn":
+        if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
+            raise SrmError(f"{where}: Spark master 'yarn' needs HADOOP_CONF_DIR or YARN_CONF_DIR in the environment")
+        return
+    if master.startswith("k8s://"):
+        return
+    raise SrmError(f"{where}: Spark master {master!r} is not one Spark knows ({MASTER_FORMS})")
+
+
+def job_conf(master: str | None, executor_python: str | None = None) -> dict[str, str]:
+    """Spark settings of a job on ``master``. On this machine its Python workers run this
+    interpreter; elsewhere the executors get the project and its dependencies in an archive
+    (:mod:`srm.job_archive`) and run ``executor_python`` (default ``python3.<minor>``)."""
+    from srm import job_archive
+
+    conf = {"spark.pyspark.driver.python": sys.executable, "spark.ui.showConsoleProgress": "false"}
+    if is_local(master):
+        return {**conf, "spark.pyspark.python": sys.executable}
+    return {
+        **conf,
+        "spark.pyspark.python": executor_python or job_archive.executor_python(),
+        **job_archive.spark_conf(job_archive.build()),
+    }
+
+
 SESSION_CONF = {
-    "spark.pyspark.python": sys.executable,
-    "spark.pyspark.driver.python": sys.executable,
     "spark.python.worker.reuse": "true",
     "spark.sql.shuffle.partitions": "4",
-    "spark.ui.showConsoleProgress": "false",
 }
 
 
 def build_session(app_name: str, master: str | None = None, extra: dict[str, str] | None = None) -> Any:
+    """The job's Spark session. Under spark-submit its master and settings stand; a job run
+    directly gets ``master`` (default local) and :func:`job_conf` for it."""
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's capture streams
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit, whose JVM runs already
-    if not submitted and (not master or master.startswith("local")):  # read when the JVM starts: stay on loopback
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = dict(SESSION_CONF)
+    if not submitted:
+        conf.update(job_conf(master))
+        # PySpark's workers run $PYSPARK_PYTHON (spark-submit sets it from spark.pyspark.python).
+        os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if is_local(master):  # read when the JVM starts: stay on loopback
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
@@ -57,15 +109,23 @@ def build_session(app_name: str, master: str | None = None, extra: dict[str, str
         # Under spark-submit its --master wins; SparkConf() cannot tell before a context exists
         # (it does not see the submitted settings), so never set a default over it.
         builder = builder.master(DEFAULT_MASTER)
-    for key, value in {**SESSION_CONF, **(extra or {})}.items():
+    for key, value in {**conf, **(extra or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
 
+def shipped_config(path: str | None) -> str | None:
+    """The configuration file a job reads: ``path``, or, when the driver runs in the cluster
+    (cluster deploy mode), the copy spark-submit shipped into its working folder (``--files``)."""
+    if path and not Path(path).exists() and Path(Path(path).name).is_file():
+        return Path(path).name
+    return path
+
+
 def checkpoint_dir(config: SrmConfig, flow: Flow) -> str:
-    return str(Path(config.storage.checkpoints) / f"{flow.source}_to_{flow.target}")
+    return locations.join(config.storage.checkpoints, f"{flow.source}_to_{flow.target}")
 
 
 def start_replication(
@@ -179,25 +239,28 @@ def user_error(exc: BaseException) -> SrmError:
 
 
 def spark_submit_command(
-    script: str, args: list[str], master: str | None = None, conf: dict[str, str] | None = None
+    script: str,
+    args: list[str],
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    *,
+    executor_python: str | None = None,
+    files: tuple[str, ...] = (),
 ) -> list[str]:
     """The ``spark-submit`` call for a job of ``spark/`` with this interpreter's pyspark (``conf``:
-    more Spark settings, e.g. the Python worker profiler)."""
+    more Spark settings, e.g. the Python worker profiler; ``files``: shipped to the executors,
+    and to the driver in cluster deploy mode)."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
     submit = spark_home / "bin" / "spark-submit"
+    settings = {**job_conf(master, executor_python), **(conf or {})}
     return [
         str(submit),
         "--master",
         master or DEFAULT_MASTER,
-        "--conf",
-        f"spark.pyspark.python={sys.executable}",
-        "--conf",
-        f"spark.pyspark.driver.python={sys.executable}",
-        "--conf",
-        "spark.ui.showConsoleProgress=false",
-        *(arg for key, value in (conf or {}).items() for arg in ("--conf", f"{key}={value}")),
+        *(arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")),
+        *(("--files", ",".join(files)) if files else ()),
         "--driver-java-options",
         f"-Dlog4j2.configurationFile={project_root() / 'conf' / 'jvm' / 'spark-log4j2.properties'}",
         str(project_root() / "spark" / script),
@@ -205,13 +268,14 @@ def spark_submit_command(
     ]
 
 
-def submit_environment() -> dict[str, str]:
+def submit_environment(master: str | None = None) -> dict[str, str]:
     """Environment for spark-submit: pyspark's launcher needs SPARK_HOME and this venv on PATH."""
     import pyspark
 
     env = dict(os.environ)
     env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYSPARK_PYTHON"] = sys.executable
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local[*] runs on this machine: stay on loopback
+    if is_local(master):  # local[*] runs on this machine: its workers run this interpreter, on loopback
+        env["PYSPARK_PYTHON"] = sys.executable
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env

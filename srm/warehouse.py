@@ -19,6 +19,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from srm import locations
+
 log = logging.getLogger(__name__)
 
 METRICS = "replication_metrics"
@@ -109,10 +111,10 @@ def _schemas() -> dict[str, Any]:
 
 class Warehouse:
     def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
+        self.root = str(root)  # a path or a URI (srm.locations), handed to delta-rs as written
 
-    def path(self, table: str) -> Path:
-        return self.root / table
+    def path(self, table: str) -> str:
+        return locations.join(self.root, table)
 
     def version(self, table: str, app_id: str) -> int | None:
         """The last version appended under ``app_id``, or None."""
@@ -120,7 +122,7 @@ class Warehouse:
         from deltalake.exceptions import TableNotFoundError
 
         try:
-            return DeltaTable(str(self.path(table))).transaction_version(app_id)
+            return DeltaTable(self.path(table)).transaction_version(app_id)
         except TableNotFoundError:
             return None
 
@@ -134,9 +136,9 @@ class Warehouse:
             return False
         schema = _schemas()[table]
         data = pa.Table.from_pylist(rows, schema=schema)
-        self.root.mkdir(parents=True, exist_ok=True)
+        locations.ensure(self.root)
         write_deltalake(
-            str(self.path(table)),
+            self.path(table),
             data,
             mode="append",
             commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
@@ -149,7 +151,7 @@ class Warehouse:
         from deltalake.exceptions import TableNotFoundError
 
         try:
-            dataset = DeltaTable(str(self.path(table))).to_pyarrow_dataset()
+            dataset = DeltaTable(self.path(table)).to_pyarrow_dataset()
         except TableNotFoundError:
             return []
         # Single-threaded on purpose: with pyarrow 26 and deltalake 1.6, a threaded scan leaves

@@ -21,6 +21,7 @@ from srm.config import SrmConfig, load_config
 from srm.local import LocalClusters
 from srm.probe import broker_answers
 from tests.jobs import Job
+from tests.spark_cluster import StandaloneCluster
 
 EXISTING_CLUSTERS_ENV = "SRM_TEST_CONFIG"
 TEST_CONFIG = """\
@@ -97,6 +98,18 @@ def spark() -> Iterator[Any]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """A Spark standalone cluster (a master, two workers of 2 cores that cannot see the checkout),
+    started by the first test that asks for it, for the rest of the session."""
+    standalone = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"), free_ports(4))
+    try:
+        standalone.start()
+        yield standalone
+    finally:
+        standalone.stop()
 
 
 @pytest.fixture(autouse=True)

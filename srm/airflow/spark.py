@@ -1,13 +1,12 @@
 """The SparkSubmitOperator of a flow's Spark job.
 
-It uses the Airflow Spark connection ``spark_default`` (host ``local[*, 4]`` for the local setup;
-a standalone/YARN/Kubernetes master in production) and this interpreter's pyspark: the jobs run in
-this project's environment, with no Kafka jars (the copy runs in Python workers with librdkafka).
+It uses the flow's Airflow Spark connection (``spark.connection_id``, default ``spark_default``:
+host ``local[*, 4]`` for the local setup; a standalone/YARN/Kubernetes master in production) and
+this interpreter's pyspark, with no Kafka jars (the copy runs in Python workers with librdkafka).
 """
 
 from __future__ import annotations
 
-import sys
 from datetime import timedelta
 from typing import Any
 
@@ -15,22 +14,39 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from srm.config.model import Flow
+from srm.errors import SrmError
 from srm.paths import project_root
+from srm.sparkapp import check_master, is_local, job_conf, submit_environment
 
-SPARK_CONN_ID = "spark_default"
 # spark/replicate.py's exit status when another run took the flow over: retrying would only take
 # it back (the newest run wins), so the task fails at once and says why.
 TAKEN_OVER_EXIT = 3
+SUBMIT_VARIABLES = ("SPARK_HOME", "PATH", "PYSPARK_PYTHON", "SPARK_LOCAL_IP")  # what submit_environment sets
 
 
 class FlowSparkSubmitOperator(SparkSubmitOperator):
-    """spark-submit of one flow's job; a run that another run took over fails without retries."""
+    """spark-submit of one flow's job on the master of the flow's Spark connection.
 
-    def __init__(self, *, flow_name: str, **kwargs: Any) -> None:
+    The connection is read when the task runs (never at parse time): a missing connection or an
+    unusable master fails the task at once, without retries, naming the connection. Off this
+    machine the job ships the project in an archive and the configuration file with ``--files``.
+    A run that another run took over fails without retries too.
+    """
+
+    def __init__(self, *, flow_name: str, config_file: str, executor_python: str | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.flow_name = flow_name
+        self.config_file = config_file
+        self.executor_python = executor_python
 
     def execute(self, context: Any) -> Any:
+        master = self.master()
+        self.conf = {**job_conf(master, self.executor_python), **(self.conf or {})}
+        environment = submit_environment(master)
+        self.env_vars = {k: environment[k] for k in SUBMIT_VARIABLES if k in environment} | (self.env_vars or {})
+        if not is_local(master):
+            self.files = self.config_file
+        self.log.info("flow %s: Spark master %s (Airflow connection %r)", self.flow_name, master, self._conn_id)
         try:
             return super().execute(context)
         except AirflowException as exc:
@@ -41,6 +57,23 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
                 "not retried: stop one of the two runs"
             ) from exc
 
+    def master(self) -> str:
+        """The master the connection names, checked; AirflowFailException if it is missing or unusable."""
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        from airflow.sdk import BaseHook
+
+        where = f"flow {self.flow_name}: Airflow connection {self._conn_id!r} (spark.connection_id)"
+        try:
+            BaseHook.get_connection(self._conn_id)
+        except Exception as exc:  # AirflowNotFoundException, a secrets backend's own errors
+            raise AirflowFailException(f"{where} cannot be read: {exc}") from None
+        try:
+            master = str(SparkSubmitHook(conn_id=self._conn_id)._connection["master"])
+            check_master(master, where)
+        except (SrmError, ValueError) as exc:
+            raise AirflowFailException(str(exc)) from None
+        return master
+
 
 def spark_job(
     task_id: str, script: str, flow: Flow, config_file: str, args: list[str], *, timeout: timedelta | None
@@ -48,17 +81,13 @@ def spark_job(
     log4j = project_root() / "conf" / "jvm" / "spark-log4j2.properties"
     return FlowSparkSubmitOperator(
         flow_name=flow.name,
+        config_file=config_file,
+        executor_python=flow.settings.spark_pyspark_python,
         task_id=task_id,
         application=str(project_root() / "spark" / script),
         application_args=["--source", flow.source, "--target", flow.target, "--config", config_file, *args],
-        conn_id=SPARK_CONN_ID,
+        conn_id=flow.settings.spark_connection_id,
         name=f"srm {script.removesuffix('.py')} {flow.name}",
-        conf={
-            "spark.pyspark.python": sys.executable,
-            "spark.pyspark.driver.python": sys.executable,
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}",
-        },
-        env_vars={"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"},
+        conf={"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}"},
         execution_timeout=timeout,
     )

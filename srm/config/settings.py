@@ -104,6 +104,11 @@ class FlowSettings(BaseModel):
     # leases without a pause; a lease is the unit of planning (new topics, YAML edits without an
     # early end), of metrics rows and of the job's log line.
     task_lease_seconds: int = Field(30, alias="task.lease.seconds", ge=5, le=3600)
+    # The Airflow connection whose host is the Spark master of the flow's jobs (DAG tasks;
+    # `srm-control run` takes --master). Off this machine the executors run spark.pyspark.python
+    # (default python3.<minor> of the driver's version) with the project shipped in an archive.
+    spark_connection_id: str = Field("spark_default", alias="spark.connection_id", min_length=1)
+    spark_pyspark_python: str | None = Field(None, alias="spark.pyspark.python", min_length=1)
 
     # --- what is replicated -------------------------------------------------------------------
     topics: RegexList = (".*",)

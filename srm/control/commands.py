@@ -16,7 +16,7 @@ from srm.config.summary import summary_json, summary_lines
 from srm.errors import SrmError
 from srm.local import LocalClusters
 from srm.paths import local_dir
-from srm.sparkapp import local_master, spark_submit_command, submit_environment
+from srm.sparkapp import check_master, is_local, local_master, spark_submit_command, submit_environment
 
 
 def validate(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -50,7 +50,15 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     job_args = ["--source", flow.source, "--target", flow.target, "--config", str(Path(config.file).resolve())]
     if args.job == "replicate":
         job_args += ["--mode", args.mode]
-    command = spark_submit_command(f"{args.job}.py", job_args, args.master or local_master(flow.settings.tasks_max))
+    master = args.master or local_master(flow.settings.tasks_max)
+    check_master(master, "--master")
+    command = spark_submit_command(
+        f"{args.job}.py",
+        job_args,
+        master,
+        executor_python=flow.settings.spark_pyspark_python,
+        files=() if is_local(master) else (str(Path(config.file).resolve()),),
+    )
     if args.json:
         return {"command": command}
     if args.dry_run:
@@ -60,7 +68,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     # Ctrl-C is for the job's Python driver, which stops gracefully (the copiers commit first):
     # spark-submit's JVM starts with SIGINT ignored and keeps it so, instead of tearing the job down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.execve(command[0], command, {**submit_environment(), "SRM_RUN_BY": "srm-control run"})
+    os.execve(command[0], command, {**submit_environment(master), "SRM_RUN_BY": "srm-control run"})
 
 
 def local(args: argparse.Namespace) -> dict[str, Any] | None:

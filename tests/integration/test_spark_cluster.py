@@ -1,0 +1,113 @@
+"""The jobs on a real Spark standalone cluster whose workers cannot see this checkout
+(tests/spark_cluster.py): code, dependencies and configuration travel with the job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srm import clients
+from srm.config import SrmConfig
+from srm.paths import project_root
+from srm.topics import ensure_topic
+from tests.checkpointing import commit, read_from
+from tests.helpers import produce
+from tests.jobs import Job, Writer, exactly_once
+from tests.replication import contents, make_env, sequenced
+from tests.spark_cluster import StandaloneCluster
+
+pytestmark = pytest.mark.integration
+
+SRM_CONTROL = str(Path(sys.executable).parent / "srm-control")
+
+
+def run(config: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    command = [SRM_CONTROL, *args[:1], "--config", str(config), *args[1:]]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def ran_on(spark_cluster: StandaloneCluster, name: str) -> list[dict[str, Any]]:
+    """The applications called ``name`` the master ran, each with the cores it was granted."""
+    return [app for app in spark_cluster.applications() if app.get("name") == name]
+
+
+def test_the_workers_see_neither_the_checkout_nor_its_environment(spark_cluster: StandaloneCluster) -> None:
+    if not spark_cluster.hidden:
+        pytest.skip("no mount namespace here (not root): the workers only run without the .venv on their PATH")
+    for pid in spark_cluster.worker_pids():
+        seen = subprocess.run(
+            ["nsenter", "-t", str(pid), "-m", "ls", "-A", str(project_root())],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert seen.stdout == "", f"worker {pid} sees the checkout: {seen.stdout[:200]}"
+        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert not [v for v in environment if str(project_root()).encode() in v], environment
+
+
+def test_replicate_and_checkpoint_through_the_cluster_exactly_once_and_fail_over_exactly(
+    spark_cluster: StandaloneCluster, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("cluster-copy"), unique("cluster-reader")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 2}])
+    flow = env.flow()
+    ensure_topic(clients.admin_client(env.west), topic, 4)
+    produce(env.west, topic, sequenced(4, 4000))
+    flow_args = ("--source", flow.source, "--target", flow.target, "--master", spark_cluster.master)
+
+    copied = run(env.path, "run", "replicate", *flow_args, "--mode", "available-now")
+    assert copied.returncode == 0, copied.stdout[-3000:] + copied.stderr[-3000:]
+    assert exactly_once(env, topic, 4000, 4) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
+    apps = ran_on(spark_cluster, f"srm replicate {flow.name}")
+    assert len(apps) == 1 and apps[0]["cores"] > 0, spark_cluster.applications()
+
+    committed = {0: 0, 1: 17, 2: 500, 3: 1000}
+    commit(env.west, group, {(topic, p): o for p, o in committed.items()})
+    checkpointed = run(env.path, "run", "checkpoints", *flow_args)
+    assert checkpointed.returncode == 0, checkpointed.stdout[-3000:] + checkpointed.stderr[-3000:]
+    assert len(ran_on(spark_cluster, f"srm checkpoints {flow.name}")) == 1
+
+    translated = run(env.path, "translate", "--source", flow.source, "--target", flow.target, "--group", group)
+    assert translated.returncode == 0, translated.stderr
+    remote = flow.policy.format_remote_topic(flow.source, topic)
+    source = contents(env.west, topic)
+    lines = sorted(translated.stdout.splitlines())
+    assert len(lines) == 4, translated.stdout
+    for line in lines:
+        partition = int(line.split("[", 1)[1].split("]", 1)[0])
+        downstream = int(line.rsplit("@", 1)[1])
+        unread = [r[:4] for r in source[partition] if r[4] >= committed[partition]]
+        assert read_from(env.east, remote, partition, downstream) == unread, line
+
+
+def test_a_continuous_flow_on_the_cluster_copies_every_record_once(
+    spark_cluster: StandaloneCluster, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic = unique("cluster-live")
+    env = make_env(
+        kafka,
+        tmp_path,
+        [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 2, "task.lease.seconds": 5}],
+    )
+    flow = env.flow()
+    ensure_topic(clients.admin_client(env.west), topic, 4)
+    job = Job(env.path, flow.source, flow.target, tmp_path / "job.log", master=spark_cluster.master)
+    writer = Writer(env.west, topic, 4, burst=100)
+    writer.start()
+    job.wait_for(r"flow \S+ lease \d+: ", timeout_s=180)
+    time.sleep(5)
+    sent = writer.stop()
+    deadline = time.monotonic() + 60
+    while exactly_once(env, topic, sent, 4)["missing"] and time.monotonic() < deadline:
+        time.sleep(1)
+    assert job.stop() == 0, job.text()[-3000:]
+    assert exactly_once(env, topic, sent, 4) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
+    apps = ran_on(spark_cluster, f"srm replicate {flow.name}")
+    assert len(apps) == 1 and apps[0]["cores"] > 0, spark_cluster.applications()

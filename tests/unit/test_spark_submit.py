@@ -1,0 +1,94 @@
+"""How a job is submitted: which master is local, which settings ship the project off this machine."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from srm import job_archive
+from srm.errors import SrmError
+from srm.sparkapp import check_master, is_local, job_conf, shipped_config, spark_submit_command, submit_environment
+
+
+@pytest.mark.parametrize("master", [None, "local", "local[*]", "local[2]", "local[*, 4]", "local[4,2]"])
+def test_local_masters_run_this_interpreter_with_no_archive(master: str | None) -> None:
+    assert is_local(master)
+    if master:
+        check_master(master, "--master")
+    conf = job_conf(master)
+    assert conf["spark.pyspark.python"] == sys.executable
+    assert "spark.archives" not in conf
+
+
+@pytest.mark.parametrize(
+    ("master", "message"),
+    [
+        ("lokal[2]", "--master: Spark master 'lokal[2]' is not one Spark knows"),
+        ("local[two]", "--master: Spark master 'local[two]' is not a valid local master"),
+        ("spark://127.0.0.1", "--master: Spark master 'spark://127.0.0.1': '127.0.0.1' is not HOST:PORT"),
+        ("yarn", "--master: Spark master 'yarn' needs HADOOP_CONF_DIR or YARN_CONF_DIR"),
+    ],
+)
+def test_a_master_spark_cannot_use_is_refused_naming_where_it_came_from(
+    master: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    with pytest.raises(SrmError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        check_master(master, "--master")
+
+
+def test_a_standalone_master_that_does_not_answer_is_refused() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(SrmError, match=rf"does not answer at 127\.0\.0\.1:{port}"):
+        check_master(f"spark://127.0.0.1:{port}", "Airflow connection 'spark_default'")
+
+
+def test_a_cluster_job_ships_the_archive_and_the_config() -> None:
+    command = spark_submit_command(
+        "replicate.py", ["--config", "/etc/srm.yaml"], "spark://10.0.0.5:7077", files=("/etc/srm.yaml",)
+    )
+    conf = dict(arg.split("=", 1) for arg in command if "=" in arg and arg.startswith("spark."))
+    assert conf["spark.pyspark.python"] == f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    assert conf["spark.pyspark.driver.python"] == sys.executable
+    assert conf["spark.archives"].endswith(f"#{job_archive.ALIAS}")
+    assert conf["spark.executorEnv.PYTHONPATH"] == job_archive.ALIAS
+    assert command[command.index("--files") + 1] == "/etc/srm.yaml"
+
+
+def test_only_a_local_job_is_held_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    assert "SPARK_LOCAL_IP" not in submit_environment("spark://10.0.0.5:7077")
+    assert submit_environment("local[2]")["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert submit_environment("local[2]")["PYSPARK_PYTHON"] == sys.executable
+
+
+def test_the_executors_python_is_a_setting() -> None:
+    conf = job_conf("k8s://https://api:6443", "/opt/python/bin/python3.11")
+    assert conf["spark.pyspark.python"] == "/opt/python/bin/python3.11"
+
+
+def test_the_archive_holds_the_project_and_the_copy_dependencies_but_not_spark_or_airflow(tmp_path: Path) -> None:
+    archive = job_archive.build(tmp_path)
+    assert job_archive.build(tmp_path) == archive  # built once per content
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert {"srm/replication/copier.py", "include/policies/__init__.py", "confluent_kafka/__init__.py"} <= names
+    assert any(n.startswith("pydantic_core/_pydantic_core") for n in names)
+    assert not [n for n in names if n.split("/")[0] in ("pyspark", "airflow", "deltalake", "pyarrow")]
+
+
+def test_a_driver_in_the_cluster_reads_the_shipped_copy_of_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert shipped_config("/nowhere/srm.yaml") == "/nowhere/srm.yaml"  # no copy: the error names the path given
+    (tmp_path / "srm.yaml").write_text("clusters: {}\n")
+    assert shipped_config("/nowhere/srm.yaml") == "srm.yaml"
+    assert shipped_config(None) is None
