@@ -25,7 +25,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import copy_profile, failover_accuracy, latency, report, scale, throughput
+from bench import cluster, copy_profile, failover_accuracy, latency, report, scale, throughput
 from srm.config import load_config
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -35,6 +35,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "failover": {"per_partition": 10_000, "partitions": 8},
         "scale": {"partitions": [1, 8, 64], "records": 200_000, "topics": [1, 100, 500], "per_topic": 200},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
+        "cluster": {"records": 1_000_000, "size": 1024, "partitions": 64, "tasks": 4, "workers": [1, 2]},
     },
     "quick": {
         "throughput": {"records": 20_000, "sizes": [100], "partitions": 2, "repeat": 1},
@@ -42,6 +43,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "failover": {"per_partition": 1000, "partitions": 2},
         "scale": {"partitions": [2], "records": 10_000, "topics": [2], "per_topic": 20},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
+        "cluster": {"records": 20_000, "size": 100, "partitions": 4, "tasks": 2, "workers": [2]},
     },
 }
 KAFKA_VERSION = "4.3.1"  # conf/jvm/kafka/pom.xml
@@ -118,6 +120,11 @@ def findings(results: dict[str, Any]) -> list[str]:
             f"record on the target after {report.secs(row['ours']['new_topic_seconds'])} (ours) and "
             f"{report.secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
         )
+    for row in results["cluster"]["rows"][1:]:
+        lines.append(
+            f"- Spark standalone cluster, {row['workers']} worker(s) on this machine: {row['job_records_per_s']:,} "
+            f"records/s, {row['vs_local']}x `local[*, 4]` ({row['partitions']} partitions of {row['record_size']} B)."
+        )
     shares = results["profile"]["shares"]
     top = next(iter(shares))
     lines.append(f"- Profile of the copy tasks (100 B records): the largest share is {top} ({shares[top]:.0%}).")
@@ -158,6 +165,7 @@ def main() -> None:
         ),
         ("scale", "scale", lambda o: scale.measure(args.config, **o)),
         ("profile", "copy_profile", lambda o: copy_profile.measure(args.config, **o)),
+        ("cluster", "cluster", lambda o: cluster.measure(args.config, **o)),
     )
     for number, (key, module, measure) in enumerate(steps, 1):
         print(f"[{number}/{len(steps)}] {key} ({time.monotonic() - started:.0f} s so far)", flush=True)

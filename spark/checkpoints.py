@@ -42,7 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(shipped_config(args.config), strict=True)
         flow = config.flow(args.source, args.target)
-        spark = build_session(f"srm checkpoints {flow.name}", args.master)
+        spark = build_session(
+            f"srm checkpoints {flow.name}",
+            args.master,
+            clusters=(config.cluster(flow.source), config.cluster(flow.target)),
+        )
         CheckpointPass(spark, config, flow, sync=not args.no_sync).run()
     except ConfigError as exc:
         print(f"error: {len(exc.issues)} problem(s) in the configuration:\n{exc}", file=sys.stderr)

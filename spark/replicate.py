@@ -60,7 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = load_config(shipped_config(args.config), strict=True)
         flow = config.flow(args.source, args.target)
-        spark = build_session(f"srm replicate {flow.name}", args.master)
+        spark = build_session(
+            f"srm replicate {flow.name}",
+            args.master,
+            clusters=(config.cluster(flow.source), config.cluster(flow.target)),
+        )
         run = start_replication(spark, config, flow, args.mode, checkpoint=args.checkpoint, invoker=args.invoker)
         stop_on_signals(run)
         run.wait()

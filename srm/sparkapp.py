@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from srm import locations
-from srm.config.model import Flow, SrmConfig
+from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import ReplicationError, SrmError
 from srm.paths import project_root
 
@@ -65,10 +65,13 @@ def check_master(master: str, where: str) -> None:
     raise SrmError(f"{where}: Spark master {master!r} is not one Spark knows ({MASTER_FORMS})")
 
 
-def job_conf(master: str | None, executor_python: str | None = None) -> dict[str, str]:
+def job_conf(
+    master: str | None, executor_python: str | None = None, clusters: tuple[Cluster, ...] = ()
+) -> dict[str, str]:
     """Spark settings of a job on ``master``. On this machine its Python workers run this
     interpreter; elsewhere the executors get the project and its dependencies in an archive
-    (:mod:`srm.job_archive`) and run ``executor_python`` (default ``python3.<minor>``)."""
+    (:mod:`srm.job_archive`) and run ``executor_python`` (default ``python3.<minor>``), and
+    :func:`secrets_conf` guards the client settings of ``clusters`` they receive."""
     from srm import job_archive
 
     conf = {"spark.pyspark.driver.python": sys.executable, "spark.ui.showConsoleProgress": "false"}
@@ -78,6 +81,46 @@ def job_conf(master: str | None, executor_python: str | None = None) -> dict[str
         **conf,
         "spark.pyspark.python": executor_python or job_archive.executor_python(),
         **job_archive.spark_conf(job_archive.build()),
+        **secrets_conf(str(master), clusters),
+    }
+
+
+AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"  # Spark's own: read by the driver when spark.authenticate is on
+
+
+def secrets_conf(master: str, clusters: tuple[Cluster, ...]) -> dict[str, str]:
+    """What the executors of a job off this machine may receive of ``clusters``' settings.
+
+    ``${env:...}``/``${file:...}`` references travel as references and are resolved where the
+    client is built. A secret written as a value travels inside the tasks, so Spark's
+    authentication and RPC and I/O encryption are switched on for the job (on a standalone master
+    with the cluster's shared secret from ``$_SPARK_AUTH_SECRET``; YARN and Kubernetes make one per
+    application). Settings kept in an Airflow connection cannot be read by executors: refused.
+    """
+    from srm.config.secrets import clear_secrets
+
+    clear: list[str] = []
+    for cluster in clusters:
+        if cluster.connection_id:
+            raise SrmError(
+                f"cluster {cluster.alias}: its settings are in Airflow connection {cluster.connection_id!r}, which "
+                f"executors of master {master!r} cannot read; write bootstrap.servers and the client settings in the "
+                "YAML, secrets as ${env:NAME} or ${file:PATH:KEY} references resolved on the executors"
+            )
+        clear += [f"cluster {cluster.alias}: {key}" for key in clear_secrets(cluster)]
+    if not clear:
+        return {}
+    if master.startswith("spark://") and not os.environ.get(AUTH_SECRET_ENV):
+        raise SrmError(
+            f"{'; '.join(clear)} hold secret values that the executors of {master} would receive: set the "
+            f"standalone cluster's spark.authenticate.secret in {AUTH_SECRET_ENV} (the job then authenticates and "
+            "encrypts its traffic), or write them as ${env:NAME} / ${file:PATH:KEY} references"
+        )
+    log.info("%s: secret values travel to the executors; Spark authentication and encryption are on", "; ".join(clear))
+    return {
+        "spark.authenticate": "true",
+        "spark.network.crypto.enabled": "true",
+        "spark.io.encryption.enabled": "true",
     }
 
 
@@ -87,14 +130,19 @@ SESSION_CONF = {
 }
 
 
-def build_session(app_name: str, master: str | None = None, extra: dict[str, str] | None = None) -> Any:
+def build_session(
+    app_name: str,
+    master: str | None = None,
+    extra: dict[str, str] | None = None,
+    clusters: tuple[Cluster, ...] = (),
+) -> Any:
     """The job's Spark session. Under spark-submit its master and settings stand; a job run
-    directly gets ``master`` (default local) and :func:`job_conf` for it."""
+    directly gets ``master`` (default local) and :func:`job_conf` for it and ``clusters``."""
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's capture streams
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit, whose JVM runs already
     conf = dict(SESSION_CONF)
     if not submitted:
-        conf.update(job_conf(master))
+        conf.update(job_conf(master, clusters=clusters))
         # PySpark's workers run $PYSPARK_PYTHON (spark-submit sets it from spark.pyspark.python).
         os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -246,15 +294,16 @@ def spark_submit_command(
     *,
     executor_python: str | None = None,
     files: tuple[str, ...] = (),
+    clusters: tuple[Cluster, ...] = (),
 ) -> list[str]:
     """The ``spark-submit`` call for a job of ``spark/`` with this interpreter's pyspark (``conf``:
     more Spark settings, e.g. the Python worker profiler; ``files``: shipped to the executors,
-    and to the driver in cluster deploy mode)."""
+    and to the driver in cluster deploy mode; ``clusters``: those the executors connect to)."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
     submit = spark_home / "bin" / "spark-submit"
-    settings = {**job_conf(master, executor_python), **(conf or {})}
+    settings = {**job_conf(master, executor_python, clusters), **(conf or {})}
     return [
         str(submit),
         "--master",

@@ -40,8 +40,16 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
         self.executor_python = executor_python
 
     def execute(self, context: Any) -> Any:
+        from srm.config import load_config
+
         master = self.master()
-        self.conf = {**job_conf(master, self.executor_python), **(self.conf or {})}
+        try:
+            config = load_config(self.config_file, strict=True)
+            flow = config.flow(*self.flow_name.split("->", 1))
+            clusters = (config.cluster(flow.source), config.cluster(flow.target))
+            self.conf = {**job_conf(master, self.executor_python, clusters), **(self.conf or {})}
+        except SrmError as exc:
+            raise AirflowFailException(f"flow {self.flow_name}: {exc}") from None
         environment = submit_environment(master)
         self.env_vars = {k: environment[k] for k in SUBMIT_VARIABLES if k in environment} | (self.env_vars or {})
         if not is_local(master):

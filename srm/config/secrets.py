@@ -10,8 +10,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
 
 from srm.errors import SrmError
+
+if TYPE_CHECKING:
+    from srm.config.model import Cluster
 
 _SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|(^|\.)key\.pem$|(^|\.)ssl\.key$|user\.info")
 REFERENCE = re.compile(r"\$\{(?P<provider>[a-z]+):(?P<arg>[^}]*)\}")
@@ -21,6 +27,18 @@ _PROVIDERS = ("env", "file")
 def is_secret_key(key: str) -> bool:
     """True for client settings whose values must never be shown (passwords, JAAS configs, keys)."""
     return bool(_SECRET_KEY.search(key.lower()))
+
+
+def clear_secrets(cluster: Cluster) -> list[str]:
+    """Secret client settings of ``cluster`` written as values, not only as references
+    (``consumer.sasl.password``, ...): whoever builds its clients receives these values."""
+    found = []
+    for scope in ("client", "producer", "consumer", "admin"):
+        for key, value in getattr(cluster, scope).items():
+            plain = value.get_secret_value() if isinstance(value, SecretStr) else value
+            if is_secret_key(key) and REFERENCE.sub("", plain).strip():
+                found.append(key if scope == "client" else f"{scope}.{key}")
+    return found
 
 
 def check_references(value: str) -> str | None:

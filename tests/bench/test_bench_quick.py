@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("## Throughput", "## Latency", "## Failover accuracy", "## Scale", "## Profile of the copy tasks")
+SECTIONS = (
+    "## Throughput",
+    "## Latency",
+    "## Failover accuracy",
+    "## Scale",
+    "## Profile of the copy tasks",
+    "## Spark cluster",
+)
 
 
 def local_clusters_running() -> bool:
@@ -55,3 +62,6 @@ def test_make_bench_quick_writes_the_report(tmp_path: Path) -> None:
     assert results["failover"]["ours"]["skipped"] == 0
     assert all(row["ours"]["copied_all"] and row["mirrormaker2"]["copied_all"] for row in results["scale"]["topics"])
     assert results["profile"]["top"]
+    masters = [row["master"] for row in results["cluster"]["rows"]]
+    assert masters[0].startswith("local") and masters[1].startswith("spark://"), masters
+    assert all(row["copied"] >= row["records"] for row in results["cluster"]["rows"])  # plus the heartbeats

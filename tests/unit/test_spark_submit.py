@@ -8,10 +8,21 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from srm import job_archive
+from srm.config.model import Cluster
 from srm.errors import SrmError
-from srm.sparkapp import check_master, is_local, job_conf, shipped_config, spark_submit_command, submit_environment
+from srm.sparkapp import (
+    AUTH_SECRET_ENV,
+    check_master,
+    is_local,
+    job_conf,
+    secrets_conf,
+    shipped_config,
+    spark_submit_command,
+    submit_environment,
+)
 
 
 @pytest.mark.parametrize("master", [None, "local", "local[*]", "local[2]", "local[*, 4]", "local[4,2]"])
@@ -92,3 +103,31 @@ def test_a_driver_in_the_cluster_reads_the_shipped_copy_of_the_config(
     (tmp_path / "srm.yaml").write_text("clusters: {}\n")
     assert shipped_config("/nowhere/srm.yaml") == "srm.yaml"
     assert shipped_config(None) is None
+
+
+def cluster_with(**client: str) -> Cluster:
+    return Cluster(alias="west", bootstrap_servers="b:9092", client={k: SecretStr(v) for k, v in client.items()})
+
+
+def test_secret_references_travel_as_they_are_and_need_nothing_more() -> None:
+    referenced = cluster_with(**{"sasl.password": "${env:WEST_PASSWORD}", "sasl.username": "srm"})
+    assert secrets_conf("spark://10.0.0.5:7077", (referenced,)) == {}
+
+
+def test_a_secret_value_needs_spark_authentication_and_encryption(monkeypatch: pytest.MonkeyPatch) -> None:
+    clear = cluster_with(**{"sasl.password": "hunter2"})
+    monkeypatch.delenv(AUTH_SECRET_ENV, raising=False)
+    with pytest.raises(SrmError, match=r"cluster west: sasl.password hold secret values .* set the standalone") as exc:
+        secrets_conf("spark://10.0.0.5:7077", (clear,))
+    assert "hunter2" not in str(exc.value)
+    conf = secrets_conf("yarn", (clear,))  # YARN makes a secret per application
+    assert conf["spark.authenticate"] == conf["spark.network.crypto.enabled"] == "true"
+    monkeypatch.setenv(AUTH_SECRET_ENV, "shared-by-the-cluster")
+    assert secrets_conf("spark://10.0.0.5:7077", (clear,))["spark.authenticate"] == "true"
+
+
+def test_settings_in_an_airflow_connection_cannot_reach_remote_executors() -> None:
+    from_airflow = Cluster(alias="east", connection_id="kafka_east")
+    with pytest.raises(SrmError, match="cluster east: its settings are in Airflow connection 'kafka_east'"):
+        secrets_conf("spark://10.0.0.5:7077", (from_airflow,))
+    assert job_conf("local[2]", clusters=(from_airflow,))["spark.pyspark.python"] == sys.executable  # local: fine
