@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark = build_session(
             f"srm checkpoints {flow.name}",
             args.master,
-            clusters=(config.cluster(flow.source), config.cluster(flow.target)),
+            clusters=config.flow_clusters(flow),
         )
         CheckpointPass(spark, config, flow, sync=not args.no_sync).run()
     except ConfigError as exc:

@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark = build_session(
             f"srm replicate {flow.name}",
             args.master,
-            clusters=(config.cluster(flow.source), config.cluster(flow.target)),
+            clusters=config.flow_clusters(flow),
         )
         run = start_replication(spark, config, flow, args.mode, checkpoint=args.checkpoint, invoker=args.invoker)
         stop_on_signals(run)

@@ -62,9 +62,9 @@ def _normal(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def _members() -> Iterator[tuple[Path, str]]:
+def _members(dists: list[md.Distribution]) -> Iterator[tuple[Path, str]]:
     """(file on this machine, name in the archive) of everything the archive holds."""
-    for dist in distributions():
+    for dist in dists:
         for file in dist.files or []:
             if file.parts[0] == ".." or "__pycache__" in file.parts:  # scripts in bin/, caches
                 continue
@@ -77,12 +77,13 @@ def _members() -> Iterator[tuple[Path, str]]:
 
 def build(directory: Path | None = None) -> Path:
     """The archive for this environment and checkout, built unless one of the same content exists."""
-    members = sorted(_members(), key=lambda m: m[1])
+    dists = distributions()
+    members = sorted(_members(dists), key=lambda m: m[1])
     digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
     for path, name in members:
         digest.update(name.encode())
         digest.update(path.read_bytes() if name.endswith(".py") else str(path.stat().st_size).encode())
-    for dist in distributions():
+    for dist in dists:
         digest.update(f"{dist.metadata['Name']}=={dist.version}".encode())
     folder = directory or local_dir() / "job-archives"
     archive = folder / f"srm-env-py{sys.version_info[0]}{sys.version_info[1]}-{digest.hexdigest()[:16]}.tar.gz"

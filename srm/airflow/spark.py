@@ -33,11 +33,13 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
     A run that another run took over fails without retries too.
     """
 
-    def __init__(self, *, flow_name: str, config_file: str, executor_python: str | None, **kwargs: Any) -> None:
+    def __init__(self, *, source: str, target: str, config_file: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.flow_name = flow_name
-        self.config_file = config_file
-        self.executor_python = executor_python
+        self.source, self.target, self.config_file = source, target, config_file
+
+    @property
+    def flow_name(self) -> str:
+        return f"{self.source}->{self.target}"
 
     def execute(self, context: Any) -> Any:
         from srm.config import load_config
@@ -45,9 +47,9 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
         master = self.master()
         try:
             config = load_config(self.config_file, strict=True)
-            flow = config.flow(*self.flow_name.split("->", 1))
-            clusters = (config.cluster(flow.source), config.cluster(flow.target))
-            self.conf = {**job_conf(master, self.executor_python, clusters), **(self.conf or {})}
+            flow = config.flow(self.source, self.target)
+            conf = job_conf(master, flow.settings.spark_pyspark_python, config.flow_clusters(flow))
+            self.conf = {**conf, **(self.conf or {})}
         except SrmError as exc:
             raise AirflowFailException(f"flow {self.flow_name}: {exc}") from None
         environment = submit_environment(master)
@@ -88,9 +90,9 @@ def spark_job(
 ) -> Any:
     log4j = project_root() / "conf" / "jvm" / "spark-log4j2.properties"
     return FlowSparkSubmitOperator(
-        flow_name=flow.name,
+        source=flow.source,
+        target=flow.target,
         config_file=config_file,
-        executor_python=flow.settings.spark_pyspark_python,
         task_id=task_id,
         application=str(project_root() / "spark" / script),
         application_args=["--source", flow.source, "--target", flow.target, "--config", config_file, *args],

@@ -109,6 +109,10 @@ class SrmConfig(_Frozen):
         known = ", ".join(f.name for f in self.flows) or "none"
         raise NotConfiguredError(f"no flow {source}->{target} in {self.file} (configured: {known})")
 
+    def flow_clusters(self, flow: Flow) -> tuple[Cluster, Cluster]:
+        """``flow``'s source and target clusters."""
+        return self.cluster(flow.source), self.cluster(flow.target)
+
     def enabled_flows(self) -> tuple[Flow, ...]:
         return tuple(f for f in self.flows if f.enabled)
 

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         master,
         executor_python=flow.settings.spark_pyspark_python,
         files=() if is_local(master) else (str(Path(config.file).resolve()),),
-        clusters=(config.cluster(flow.source), config.cluster(flow.target)),
+        clusters=config.flow_clusters(flow),
     )
     if args.json:
         return {"command": command}
