@@ -23,6 +23,7 @@ from pathlib import Path
 from srm.config.model import Cluster, LocalBroker
 from srm.errors import LocalClusterError, PortInUseError
 from srm.jvm import kafka_command
+from srm.local_security import BrokerSecurity, client_login, client_setting
 from srm.probe import broker_answers
 
 # A broker on this machine starts in 2-5 s; JIT warm-up on a loaded 2-core machine can take
@@ -70,12 +71,14 @@ class ClusterState:
 
 
 class LocalKafka:
-    """One local single-node cluster."""
+    """One local single-node cluster; ``cluster`` (its client user) is needed when it runs SASL_SSL."""
 
-    def __init__(self, alias: str, broker: LocalBroker, base: Path) -> None:
+    def __init__(self, alias: str, broker: LocalBroker, base: Path, cluster: Cluster | None = None) -> None:
         self.alias = alias
         self.broker = broker
+        self.cluster = cluster
         self.home = base / "kafka" / alias
+        self.security = BrokerSecurity(self.home, broker.host) if broker.security_protocol == "SASL_SSL" else None
         self.properties = self.home / "server.properties"
         self.data = self.home / "data"
         self.logs = self.home / "logs"
@@ -97,8 +100,18 @@ class LocalKafka:
                 "log.dirs": str(self.data),
             }
         )
+        if self.security is not None:
+            props.update(self.security.server_properties(port, cport, client_setting(self._cluster(), "sasl.username")))
         props.update(self.broker.server)
         return props
+
+    def _cluster(self) -> Cluster:
+        if self.cluster is None:
+            raise LocalClusterError(f"cluster {self.alias}: a SASL_SSL local cluster needs its client settings")
+        return self.cluster
+
+    def answers(self) -> bool:
+        return broker_answers(self.bootstrap, settings=self.security.admin_settings() if self.security else None)
 
     def pid(self) -> int | None:
         """Pid of the broker this module started for this cluster, if it still runs."""
@@ -114,7 +127,7 @@ class LocalKafka:
 
     def state(self) -> ClusterState:
         pid = self.pid()
-        return ClusterState(self.alias, self.bootstrap, pid, pid is not None and broker_answers(self.bootstrap))
+        return ClusterState(self.alias, self.bootstrap, pid, pid is not None and self.answers())
 
     def start(self) -> bool:
         """Launch the broker unless it already runs; True if a process was started."""
@@ -129,7 +142,9 @@ class LocalKafka:
                     f"clusters.{self.alias} (bootstrap.servers / local.controller.port) in the config"
                 )
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.properties.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+        if self.security is not None:
+            self.security.ensure()
+        self._write_properties()
         if not (self.data / "meta.properties").exists():
             self._format()
         with open(self.logs / "stdout.log", "ab") as out:
@@ -144,16 +159,17 @@ class LocalKafka:
         self._process = process
         return True
 
+    def _write_properties(self) -> None:
+        # A secured broker's file holds its store and admin passwords: readable by this user only.
+        descriptor = os.open(self.properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+
     def _format(self) -> None:
-        command = kafka_command(
-            "kafka.tools.StorageTool",
-            "format",
-            "-t",
-            new_cluster_id(),
-            "-c",
-            str(self.properties),
-            logs_dir=self.logs,
-        )
+        arguments = ["format", "-t", new_cluster_id(), "-c", str(self.properties)]
+        if self.security is not None:
+            arguments += self.security.format_arguments()
+        command = kafka_command("kafka.tools.StorageTool", *arguments, logs_dir=self.logs)
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise LocalClusterError(
@@ -167,13 +183,19 @@ class LocalKafka:
                     f"cluster {self.alias}: the broker exited during start-up; last lines of "
                     f"{self.logs / 'server.log'}:\n{self.log_tail()}"
                 )
-            if broker_answers(self.bootstrap):
+            if self.answers():
+                self._create_client_user()
                 return
             time.sleep(0.3)
         raise LocalClusterError(
             f"cluster {self.alias}: broker at {self.bootstrap} did not answer within {START_TIMEOUT_S:.0f} s; "
             f"see {self.logs / 'server.log'}"
         )
+
+    def _create_client_user(self) -> None:
+        if self.security is not None:
+            user, password = client_login(self._cluster())
+            self.security.upsert_user(self.bootstrap, user, password, self.alias)
 
     def _alive(self) -> bool:
         # Right after fork the child's command line is still ours, so judge our own child by
@@ -211,7 +233,7 @@ class LocalClusters:
     """The local clusters of a configuration, started and stopped together."""
 
     def __init__(self, clusters: Iterable[Cluster], base: Path) -> None:
-        self.members = [LocalKafka(c.alias, c.local, base) for c in clusters if c.local is not None]
+        self.members = [LocalKafka(c.alias, c.local, base, c) for c in clusters if c.local is not None]
 
     def up(self) -> list[str]:
         """Start every cluster that is not running and wait until all answer; idempotent."""
@@ -221,6 +243,7 @@ class LocalClusters:
             member.wait_until_answering(deadline)
         return [
             f"{m.alias}: {'started' if new else 'already running'} at {m.bootstrap} (pid {m.pid()})"
+            + (f", SASL_SSL/SCRAM-SHA-512, CA {m.security.ca}" if m.security else "")
             for m, new in zip(self.members, started, strict=True)
         ]
 

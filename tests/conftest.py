@@ -48,6 +48,13 @@ AUTHORIZER = (
 )
 
 
+# The SASL password of the secured test cluster (tests/integration/test_secured_flow.py). Flows name it
+# as ${env:SRM_TEST_SASL_PASSWORD}; the Spark workers have it in their environment, as a secret that
+# an operator puts on the hosts, so the executors resolve the reference and no value travels.
+SASL_PASSWORD_ENV = "SRM_TEST_SASL_PASSWORD"
+SASL_PASSWORD = f"pw-{uuid.uuid4().hex}"
+
+
 def free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     try:
@@ -104,7 +111,8 @@ def spark() -> Iterator[Any]:
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     """A Spark standalone cluster (a master, two workers of 2 cores that cannot see the checkout),
     started by the first test that asks for it, for the rest of the session."""
-    standalone = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"), free_ports(4))
+    folder, ports = tmp_path_factory.mktemp("spark-standalone"), free_ports(4)
+    standalone = StandaloneCluster(folder, ports, environment={SASL_PASSWORD_ENV: SASL_PASSWORD})
     try:
         standalone.start()
         yield standalone

@@ -1,8 +1,11 @@
-"""Helpers for tests that talk to real clusters: produce, read a whole topic."""
+"""Helpers for tests that talk to real clusters: produce, read a whole topic, run srm-control."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from srm import clients
@@ -37,3 +40,9 @@ def read_all(cluster: Cluster, topic: str, expected: int, timeout_s: float = 30.
     finally:
         consumer.close()
     return records
+
+
+def srm_control(config: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``srm-control <command> --config <config> <args...>`` as a user runs it, output captured."""
+    command = [str(Path(sys.executable).parent / "srm-control"), *args[:1], "--config", str(config), *args[1:]]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)

@@ -57,6 +57,15 @@ class Env:
         self.config = load_config(self.path)
 
 
+# Every topic the product creates on a single-broker test cluster has one replica.
+SINGLE_BROKER = {
+    "replication.factor": 1,
+    "heartbeats.topic.replication.factor": 1,
+    "checkpoints.topic.replication.factor": 1,
+    "offset-syncs.topic.replication.factor": 1,
+}
+
+
 def make_env(
     kafka: SrmConfig, tmp: Path, flows: list[dict[str, Any]], *, east: str | None = None, **defaults: Any
 ) -> Env:
@@ -71,13 +80,7 @@ def make_env(
     if east:
         clusters[names["east"]] = {"bootstrap.servers": east}
     data = {
-        "defaults": {
-            "replication.factor": 1,
-            "heartbeats.topic.replication.factor": 1,
-            "checkpoints.topic.replication.factor": 1,
-            "offset-syncs.topic.replication.factor": 1,
-            **defaults,
-        },
+        "defaults": {**SINGLE_BROKER, **defaults},
         "clusters": clusters,
         "flows": [{**f, "source": names[f["source"]], "target": names[f["target"]]} for f in flows],
         "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},

@@ -58,6 +58,7 @@ class StandaloneCluster:
     memory: str = "1g"
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     hidden: bool = False
+    environment: dict[str, str] = field(default_factory=dict)  # what the hosts' operators give the workers
 
     @property
     def master(self) -> str:
@@ -81,6 +82,7 @@ class StandaloneCluster:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(self.folder / "logs"),
             **({"JAVA_HOME": os.environ["JAVA_HOME"]} if os.environ.get("JAVA_HOME") else {}),
+            **self.environment,
         }
         spark_class = str(home / "bin" / "spark-class")
         master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
 
@@ -36,6 +36,7 @@ class LocalSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     controller_port: int | None = Field(None, alias="controller.port", ge=1, le=65535)
+    security_protocol: Literal["PLAINTEXT", "SASL_SSL"] = Field("PLAINTEXT", alias="security.protocol")
     server: ClientSettings = Field(default_factory=dict)
 
 
@@ -108,7 +109,33 @@ def _local_problems(spec: ClusterSpec) -> list[tuple[tuple[str, ...], str]]:
         ]
     if spec.local and spec.local.controller_port == int(port):
         return [(("local", "controller.port"), f"controller.port {port} is the broker port; pick another")]
+    if spec.local and spec.local.security_protocol == "SASL_SSL":
+        return _secured_client_problems(spec.client)
     return []
+
+
+# What the clients of a SASL_SSL local cluster must say: the broker offers SCRAM-SHA-512 only, and
+# its client user is the one these settings name (srm/local_security.py creates it).
+SECURED_LOCAL_CLIENT = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}
+
+
+def _secured_client_problems(client: dict[str, str]) -> list[tuple[tuple[str, ...], str]]:
+    problems: list[tuple[tuple[str, ...], str]] = []
+    for key, wanted in SECURED_LOCAL_CLIENT.items():
+        if client.get(key, "").upper() != wanted:
+            problems.append((("client", key), f"local.security.protocol SASL_SSL needs client.{key}: {wanted}"))
+    for key in ("sasl.username", "sasl.password"):
+        if not client.get(key):
+            problems.append((("client", key), f"local.security.protocol SASL_SSL needs client.{key} (its user)"))
+    if "ssl.ca.location" not in client and "ssl.ca.pem" not in client:
+        problems.append(
+            (
+                ("client", "ssl.ca.location"),
+                "local.security.protocol SASL_SSL needs client.ssl.ca.location (the local CA, "
+                "<local dir>/kafka/<alias>/security/ca.pem, written by `make kafka-up`) or client.ssl.ca.pem",
+            )
+        )
+    return problems
 
 
 def _secure(settings: dict[str, str]) -> dict[str, ClientValue]:
@@ -120,7 +147,13 @@ def to_cluster(alias: str, spec: ClusterSpec, line: int | None) -> Cluster:
     if spec.local is not None and spec.bootstrap_servers:
         host, _, port = spec.bootstrap_servers.rpartition(":")
         controller = spec.local.controller_port or int(port) + 1
-        local = LocalBroker(host=host, port=int(port), controller_port=controller, server=dict(spec.local.server))
+        local = LocalBroker(
+            host=host,
+            port=int(port),
+            controller_port=controller,
+            security_protocol=spec.local.security_protocol,
+            server=dict(spec.local.server),
+        )
     return Cluster(
         alias=alias,
         bootstrap_servers=spec.bootstrap_servers,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -24,6 +24,7 @@ class LocalBroker(_Frozen):
     host: str
     port: int
     controller_port: int
+    security_protocol: Literal["PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"  # SASL_SSL: srm/local_security.py
     server: dict[str, str] = Field(default_factory=dict)  # extra server.properties entries
 
 

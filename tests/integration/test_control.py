@@ -25,7 +25,7 @@ from tests.checkpointing import active_member, commit, committed_on, read_from
 from tests.conftest import free_ports
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import FLOW_WITHIN_S, target_records, wait_for
-from tests.replication import Env, contents, make_env, replicate, sequenced
+from tests.replication import SINGLE_BROKER, Env, contents, make_env, replicate, sequenced
 
 pytestmark = pytest.mark.integration
 Run = Callable[..., tuple[int, str, str]]
@@ -131,12 +131,7 @@ def own_source(kafka: SrmConfig, tmp_path: Path) -> Iterator[tuple[Env, LocalClu
     names = {"west": f"s{token}", "east": f"e{token}"}
     broker, controller = free_ports(2)
     data = {
-        "defaults": {
-            "replication.factor": 1,
-            "heartbeats.topic.replication.factor": 1,
-            "checkpoints.topic.replication.factor": 1,
-            "offset-syncs.topic.replication.factor": 1,
-        },
+        "defaults": SINGLE_BROKER,
         "clusters": {
             names["west"]: {"bootstrap.servers": f"127.0.0.1:{broker}", "local": {"controller.port": controller}},
             names["east"]: {"bootstrap.servers": kafka.clusters[1].bootstrap_servers},

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,18 +17,12 @@ from srm.paths import project_root
 from srm.topics import ensure_topic
 from tests.checkpointing import commit, read_from
 from tests.helpers import produce
+from tests.helpers import srm_control as run
 from tests.jobs import Job, Writer, exactly_once
 from tests.replication import contents, make_env, sequenced
 from tests.spark_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.integration
-
-SRM_CONTROL = str(Path(sys.executable).parent / "srm-control")
-
-
-def run(config: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    command = [SRM_CONTROL, *args[:1], "--config", str(config), *args[1:]]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def ran_on(spark_cluster: StandaloneCluster, name: str) -> list[dict[str, Any]]:

@@ -6,7 +6,12 @@ import re
 import socket
 from pathlib import Path
 
-from srm.config.model import LocalBroker
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import pkcs12
+
+from srm.config.model import Cluster, LocalBroker
+from srm.errors import LocalClusterError
 from srm.local import LocalKafka, new_cluster_id, port_in_use
 
 
@@ -35,3 +40,38 @@ def test_port_in_use() -> None:
         port = sock.getsockname()[1]
         assert port_in_use("127.0.0.1", port)
     assert not port_in_use("127.0.0.1", port)
+
+
+def test_a_sasl_ssl_broker_authenticates_and_authorizes_every_client(tmp_path: Path) -> None:
+    broker = LocalBroker(host="127.0.0.1", port=39092, controller_port=39093, security_protocol="SASL_SSL")
+    cluster = Cluster(alias="secured", client={"sasl.username": "replicator"})
+    member = LocalKafka("secured", broker, tmp_path, cluster)
+    assert member.security is not None
+    member.security.ensure()
+    props = member.server_properties()
+    assert props["listeners"] == "SASL_SSL://127.0.0.1:39092,CONTROLLER://127.0.0.1:39093"
+    assert props["advertised.listeners"] == "SASL_SSL://127.0.0.1:39092"
+    assert props["sasl.enabled.mechanisms"] == props["sasl.mechanism.inter.broker.protocol"] == "SCRAM-SHA-512"
+    assert props["authorizer.class.name"].endswith("StandardAuthorizer")
+    assert props["super.users"] == "User:admin;User:ANONYMOUS;User:replicator"
+    folder = tmp_path / "kafka" / "secured" / "security"
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in folder.iterdir() if p.name != "ca.pem")
+    ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    password = (folder / "broker.p12.password").read_text().encode()
+    _, cert, chain = pkcs12.load_key_and_certificates((folder / "broker.p12").read_bytes(), password)
+    assert cert is not None and cert.issuer == ca.subject and chain == [ca]
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in names.get_values_for_type(x509.DNSName)
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+
+
+def test_a_sasl_ssl_broker_needs_its_client_user(tmp_path: Path) -> None:
+    broker = LocalBroker(host="127.0.0.1", port=39092, controller_port=39093, security_protocol="SASL_SSL")
+    member = LocalKafka("secured", broker, tmp_path, Cluster(alias="secured"))
+    member.security.ensure()  # type: ignore[union-attr]
+    with pytest.raises(
+        LocalClusterError, match=r"cluster secured: a SASL_SSL local cluster needs client\.sasl\.username"
+    ):
+        member.server_properties()

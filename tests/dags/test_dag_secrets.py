@@ -1,0 +1,171 @@
+"""A flow on a SASL_SSL cluster (SCRAM-SHA-512, its password a ``${env:...}`` reference) runs through
+the Airflow DAG and ``srm-control`` on the Spark standalone cluster, and its password shows up
+nowhere: not in the traffic between the job's processes (pickled tasks, shipped files, py4j), not
+in Spark's event logs, not on any command line, not in task, job, executor or broker logs, not in
+the metrics tables."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from srm import clients
+from srm.config import load_config
+from srm.local import LocalClusters
+from srm.topics import ensure_topic
+from tests.checkpointing import commit
+from tests.conftest import SASL_PASSWORD, SASL_PASSWORD_ENV, free_ports
+from tests.dags.test_dag_runs import Airflow, ok, run_dag
+from tests.helpers import produce, srm_control
+from tests.jobs import exactly_once
+from tests.replication import SINGLE_BROKER, Env, sequenced
+from tests.sniffer import CommandLineWatch, LoopbackCapture, can_capture
+from tests.spark_cluster import StandaloneCluster
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not can_capture(), reason="capturing loopback traffic needs root or CAP_NET_RAW"),
+]
+REFERENCE = f"${{env:{SASL_PASSWORD_ENV}}}"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """A SASL_SSL broker of its own: its bootstrap, the client settings of its user, its folder."""
+    base = tmp_path_factory.mktemp("secured-kafka")
+    port, controller = free_ports(2)
+    client = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "replicator",
+        "sasl.password": REFERENCE,
+        "ssl.ca.location": str(base / "kafka" / "secured" / "security" / "ca.pem"),
+    }
+    cluster = {
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "local": {"security.protocol": "SASL_SSL", "controller.port": controller},
+        "client": client,
+    }
+    path = base / "srm.yaml"
+    path.write_text(yaml.safe_dump({"clusters": {"secured": cluster}, "flows": []}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SASL_PASSWORD_ENV, SASL_PASSWORD)
+        clusters = LocalClusters(load_config(path).local_clusters(), base)
+        try:
+            clusters.up()
+            # The Spark workers cannot see this folder: the CA travels as PEM text, not as a path.
+            ca = Path(client.pop("ssl.ca.location")).read_text()
+            yield cluster["bootstrap.servers"], {**client, "ssl.ca.pem": ca}, base
+        finally:
+            clusters.down()
+
+
+def secured_env(bootstrap: str, client: dict[str, str], tmp: Path, flow: dict[str, object]) -> Env:
+    """``west`` and ``east`` are two aliases of the secured broker, so both sides log in with the password."""
+    token = uuid.uuid4().hex[:6]
+    names = {"west": f"sw{token}", "east": f"se{token}"}
+    data = {
+        "defaults": SINGLE_BROKER,
+        "clusters": {alias: {"bootstrap.servers": bootstrap, "client": client} for alias in names.values()},
+        "flows": [{"source": names["west"], "target": names["east"], **flow}],
+        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
+    }
+    path = tmp / "srm.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return Env(path, load_config(path), tmp, names)
+
+
+def spark_defaults(folder: Path, events: Path) -> Path:
+    """A SPARK_CONF_DIR as an operator's: event logs on. Event logs and broadcasts (the tasks' pickled
+    closures) uncompressed, so the test reads them as they are, not as zstd/lz4 frames."""
+    folder.mkdir()
+    events.mkdir()
+    settings = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": events.as_uri(),
+        "spark.broadcast.compress": "false",
+        "spark.eventLog.compress": "false",
+    }
+    (folder / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in settings.items()))
+    return folder
+
+
+def warehouse_rows(root: Path) -> list[str]:
+    """Every row of every Delta table under ``root``, as text."""
+    from deltalake import DeltaTable
+
+    rows = []
+    for log in sorted(root.glob("**/_delta_log")):
+        rows += [repr(row) for row in DeltaTable(str(log.parent)).to_pyarrow_table().to_pylist()]
+    return rows
+
+
+def test_a_sasl_password_travels_nowhere_in_clear(
+    secured: tuple[str, dict[str, str], Path],
+    spark_cluster: StandaloneCluster,
+    tmp_path: Path,
+    unique: Callable[[str], str],
+    *,
+    airflow: Airflow,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bootstrap, client, broker_folder = secured
+    topic, group = unique("sasl-orders"), unique("sasl-reader")
+    connection = unique("spark_sasl").replace("-", "_")
+    monkeypatch.setenv(SASL_PASSWORD_ENV, SASL_PASSWORD)
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{connection.upper()}", json.dumps({"conn_type": "spark", "host": spark_cluster.master})
+    )
+    events = tmp_path / "spark-events"
+    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_defaults(tmp_path / "spark-conf", events)))
+    flow_settings = {"topics": [topic], "tasks.max": 2, "spark.connection_id": connection}
+    env = secured_env(bootstrap, client, tmp_path, flow_settings)
+    flow = env.flow()
+    ensure_topic(clients.admin_client(env.west), topic, 4)
+    produce(env.west, topic, sequenced(4, 2000))
+    commit(env.west, group, {(topic, p): 100 * (p + 1) for p in range(4)})
+    password = SASL_PASSWORD.encode()
+
+    with (
+        LoopbackCapture([password, REFERENCE.encode(), topic.encode()]) as capture,
+        CommandLineWatch(password) as command_lines,
+    ):
+        replicated = ok(run_dag(env, airflow, "replicate", {"mode": "available-now"}))
+        flow_args = ("--source", flow.source, "--target", flow.target, "--master", spark_cluster.master)
+        checkpointed = srm_control(env.path, "run", "checkpoints", *flow_args)
+    dropped = capture.stop()
+    assert checkpointed.returncode == 0, checkpointed.stdout[-3000:] + checkpointed.stderr[-3000:]
+    assert exactly_once(env, topic, 2000, 4) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
+    translated = srm_control(env.path, "translate", "--source", flow.source, "--target", flow.target, "--group", group)
+    assert translated.returncode == 0 and len(translated.stdout.splitlines()) == 4, (
+        translated.stdout + translated.stderr
+    )
+
+    # The capture saw the jobs' own traffic (the topic in the tasks, the reference in the shipped
+    # YAML) and lost nothing, so its zero for the password means something.
+    assert dropped == 0 and capture.hits[topic.encode()] > 0 and capture.hits[REFERENCE.encode()] > 0, capture.hits
+    assert capture.hits[password] == 0, f"the password crossed loopback in clear {capture.hits[password]} times"
+    assert command_lines.samples > 10 and command_lines.seen == []
+    # Spark 4 rolls event logs: one folder per application (eventlog_v2_<app>/events_<n>_<app>...).
+    event_logs = [b"".join(f.read_bytes() for f in sorted(app.rglob("*")) if f.is_file()) for app in events.iterdir()]
+    assert len(event_logs) == 2 and all(b"SparkListenerApplicationStart" in log for log in event_logs)
+    assert not [log for log in event_logs if password in log]
+    logs = {
+        "task log": replicated.log,
+        "srm-control run checkpoints": checkpointed.stdout + checkpointed.stderr,
+        "executors": spark_cluster.executor_logs(),
+        **{str(p): p.read_text(errors="replace") for p in (spark_cluster.folder / "logs").glob("*.log")},
+        **{str(p): p.read_text(errors="replace") for p in (broker_folder / "kafka").glob("*/logs/*")},
+    }
+    assert re.search(rf"flow {re.escape(flow.name)}", replicated.log), replicated.log[-2000:]
+    assert [where for where, text in logs.items() if SASL_PASSWORD in text] == []
+    rows = warehouse_rows(tmp_path / "warehouse")
+    assert [row for row in rows if topic in row], "no metrics rows for the topic"
+    assert [row for row in rows if SASL_PASSWORD in row] == []
+    assert not [p for p in (tmp_path / "warehouse").rglob("*") if p.is_file() and password in p.read_bytes()]
