@@ -34,6 +34,7 @@ class LocalAirflow:
         env.update(
             AIRFLOW_HOME=str(self.home),
             AIRFLOW__CORE__DAGS_FOLDER=str(project_root() / "dags"),
+            AIRFLOW__CORE__PLUGINS_FOLDER=str(project_root() / "plugins"),
             AIRFLOW__CORE__LOAD_EXAMPLES="False",
             AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="True",
             AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": SPARK_MASTER}),

@@ -10,7 +10,8 @@ from srm.config import load_config
 from srm.control.lists import configured_flow, reachable
 from srm.errors import SrmError
 from srm.failover import GroupPlan, apply, plan, plan_failback, table
-from srm.offsets.api import Direction, Translated, Translator
+from srm.offsets.api import Direction, Translator
+from srm.offsets.api import translate as translate_offsets
 
 
 def group_names(value: str) -> list[str]:
@@ -45,17 +46,14 @@ def translate(args: argparse.Namespace) -> dict[str, Any] | None:
     flow = configured_flow(config, args.source, args.target)
     direction: Direction = "backward" if args.reverse else "forward"
     reachable(config, flow.target, *([flow.source] if args.live or args.reverse else []))
-    translator = Translator(config, flow)
-    if args.group:
-        if any(v is not None for v in (args.topic, args.partition, args.offset)):
-            raise SrmError("give either --group or --topic/--partition/--offset")
-        found: list[Translated] = []
-        for group in group_names(args.group):
-            found += translator.group(group, direction, live=args.live or direction == "backward")
-    else:
-        if args.topic is None or args.partition is None or args.offset is None:
-            raise SrmError("give --group, or all of --topic, --partition and --offset")
-        found = [translator.offset(args.topic, args.partition, args.offset, direction)]
+    groups = group_names(args.group) if args.group else None
+    parts = (args.topic, args.partition, args.offset)
+    if groups and any(v is not None for v in parts):
+        raise SrmError("give either --group or --topic/--partition/--offset")
+    if not groups and any(v is None for v in parts):
+        raise SrmError("give --group, or all of --topic, --partition and --offset")
+    where = None if groups else (args.topic, args.partition, args.offset)
+    found = translate_offsets(config, flow, direction, groups=groups, where=where, live=args.live)
     if args.json:
         return {"direction": direction, "offsets": [vars(t) for t in found]}
     for t in found:

@@ -19,7 +19,7 @@ from typing import Literal
 
 from srm import clients
 from srm.config.model import Flow, SrmConfig
-from srm.errors import NotConfiguredError
+from srm.errors import NotConfiguredError, SrmError
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import group_offsets
 from srm.offsets.history import FlowHistory, load_history
@@ -114,3 +114,25 @@ class Translator:
         if partition >= partition_counts(admin, include_internal=True).get(topic, 0):
             raise NotConfiguredError(f"topic {topic!r} partition {partition} does not exist on {alias}")
         return list_offsets(admin, [(topic, partition)], "latest")[(topic, partition)]
+
+
+def translate(
+    config: SrmConfig,
+    flow: Flow,
+    direction: Direction,
+    *,
+    groups: list[str] | None = None,
+    where: tuple[str, int, int] | None = None,
+    live: bool = False,
+) -> list[Translated]:
+    """What ``srm-control translate`` and ``GET /v2/translate`` answer: every partition of ``groups``,
+    or one offset (``where``: topic, partition, offset on the cluster the consumer leaves)."""
+    if (groups is None) == (where is None):
+        raise SrmError("give either a group or a topic, partition and offset")
+    translator = Translator(config, flow)
+    if where is not None:
+        return [translator.offset(*where, direction)]
+    found: list[Translated] = []
+    for group in groups or []:
+        found += translator.group(group, direction, live=live or direction == "backward")
+    return found

@@ -1,0 +1,201 @@
+"""The REST app (SRM Service's v2 paths), built by a factory so tests and the plugin share it.
+
+Every route needs an Airflow user: the app takes Airflow's own ``get_user`` dependency (the bearer
+token from ``POST /auth/token`` or the UI's session cookie). Airflow does not protect plugin apps
+by itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from srm.config import load_config
+from srm.config.model import Flow, SrmConfig
+from srm.errors import NotConfiguredError, SrmError
+from srm.offsets.api import Direction, translate
+from srm.service import metrics
+from srm.service.series import MAX_SAMPLES, Window
+from srm.warehouse import Warehouse
+
+DEFAULT_MINUTES = 60
+MAX_HOURS = 24 * 90
+
+
+def window(
+    minutes: Annotated[
+        int | None, Query(ge=1, le=MAX_HOURS * 60, description="the last N minutes (default 60)")
+    ] = None,
+    hours: Annotated[int | None, Query(ge=1, le=MAX_HOURS, description="the last N hours")] = None,
+    samples: Annotated[int, Query(ge=1, le=MAX_SAMPLES, description="samples in the window")] = 60,
+) -> Window:
+    """SRM's query parameters: the window ends now and spans ``minutes`` or ``hours``."""
+    if minutes is not None and hours is not None:
+        raise HTTPException(400, "give minutes or hours, not both")
+    span_ms = minutes * 60_000 if minutes is not None else (hours or 0) * 3_600_000 or DEFAULT_MINUTES * 60_000
+    end = int(time.time() * 1000) + 1
+    return Window(end - span_ms, end, samples)
+
+
+WindowDep = Annotated[Window, Depends(window)]
+MetricName = Annotated[str, Path(description=f"one of {', '.join(sorted(metrics.CATALOG))}")]
+
+
+def create_app(
+    config: Callable[[], SrmConfig] = load_config,
+    user: Callable[..., Any] | None = None,
+    groups_reader: Callable[..., Any] | None = None,
+) -> FastAPI:
+    """The app. ``user`` authenticates a request (Airflow's ``get_user``); ``groups_reader`` also
+    authorizes reading consumer-group positions (default: read access to the runs of the
+    ``srm.failover`` DAG, the DAG that moves groups)."""
+    if user is None:
+        from airflow.api_fastapi.core_api.security import get_user
+
+        user = get_user
+    if groups_reader is None:
+        groups_reader = _failover_dag_reader()
+    app = FastAPI(
+        title="Streams Replication Manager REST API",
+        description="SRM Service v2 paths over this project's warehouse. Authenticate as for Airflow's "
+        "REST API: a bearer token from POST /auth/token.",
+        version="2",
+    )
+    app.state.config = config
+    app.add_exception_handler(RequestValidationError, _bad_request)  # type: ignore[arg-type]
+    app.include_router(_routes(), dependencies=[Depends(user)])
+    app.include_router(_translation(), dependencies=[Depends(user), Depends(groups_reader)])
+    return app
+
+
+def _failover_dag_reader() -> Callable[..., Any]:
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+    from airflow.api_fastapi.core_api.security import requires_access_dag
+
+    from srm.airflow.failover_dag import DAG_ID
+
+    return requires_access_dag("GET", DagAccessEntity.RUN, param_dag_id=DAG_ID)
+
+
+async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+    return JSONResponse({"detail": "; ".join(problems)}, status_code=400)
+
+
+def _config(request: Request) -> SrmConfig:
+    try:
+        loaded: SrmConfig = request.app.state.config()
+    except SrmError as exc:
+        raise HTTPException(503, f"the replication configuration cannot be read: {exc}") from None
+    return loaded
+
+
+ConfigDep = Annotated[SrmConfig, Depends(_config)]
+
+
+def _flow(config: SrmConfig, source: str, target: str) -> Flow:
+    for alias in (source, target):
+        if alias not in {c.alias for c in config.clusters}:
+            known = ", ".join(c.alias for c in config.clusters)
+            raise HTTPException(404, f"unknown cluster {alias!r} (known: {known})")
+    try:
+        return config.flow(source, target)
+    except NotConfiguredError:
+        raise HTTPException(404, f"no flow {source}->{target} in {config.file}") from None
+
+
+def _series(config: SrmConfig, flow: Flow, name: str, span: Window, **topic: Any) -> dict[str, Any]:
+    try:
+        metrics.metric(name)
+    except metrics.UnknownMetric as exc:
+        raise HTTPException(404, str(exc)) from None
+    warehouse = Warehouse(config.storage.warehouse)
+    if topic and not metrics.topic_known(warehouse, flow, topic["topic"], topic["side"]):
+        raise HTTPException(404, f"flow {flow.name} has not replicated {topic['side']} topic {topic['topic']!r}")
+    return metrics.series(warehouse, flow, name, span, **topic)
+
+
+def _routes() -> APIRouter:
+    router = APIRouter(prefix="/v2")
+
+    @router.get("/cluster-metrics/{source}/{target}/{metric}", summary="A metric of one flow, all its topics")
+    def cluster_metrics(source: str, target: str, metric: MetricName, span: WindowDep, config: ConfigDep) -> Any:
+        return _series(config, _flow(config, source, target), metric, span)
+
+    @router.get(
+        "/topic-metrics/{source}/{target}/{upstreamTopic}/{metric}",
+        summary="A metric of one source topic of a flow (works with prefixless replication)",
+    )
+    def upstream_topic_metrics(
+        source: str, target: str, upstreamTopic: str, metric: MetricName, *, span: WindowDep, config: ConfigDep
+    ) -> Any:
+        flow = _flow(config, source, target)
+        return _series(config, flow, metric, span, topic=upstreamTopic, side="upstream")
+
+    @router.get("/topic-metrics/{target}/{downstreamTopic}/{metric}", summary="A metric of one remote topic")
+    def downstream_topic_metrics(
+        target: str, downstreamTopic: str, metric: MetricName, span: WindowDep, config: ConfigDep
+    ) -> Any:
+        flow = _flow_of_remote_topic(config, target, downstreamTopic)
+        return _series(config, flow, metric, span, topic=downstreamTopic, side="downstream")
+
+    return router
+
+
+def _flow_of_remote_topic(config: SrmConfig, target: str, topic: str) -> Flow:
+    """The flow into ``target`` that writes ``topic``: named by the policy's prefix, else the
+    only flow into ``target`` whose metrics name it (prefixless flows)."""
+    if target not in {c.alias for c in config.clusters}:
+        raise HTTPException(404, f"unknown cluster {target!r}")
+    flows = [f for f in config.enabled_flows() if f.target == target]
+    named = [f for f in flows if f.policy.topic_source(topic) == f.source]
+    warehouse = Warehouse(config.storage.warehouse)
+    candidates = named or [f for f in flows if metrics.topic_known(warehouse, f, topic, "downstream")]
+    if not candidates:
+        raise HTTPException(404, f"no flow into {target} replicates to topic {topic!r}")
+    if len(candidates) > 1:
+        names = ", ".join(f.name for f in candidates)
+        raise HTTPException(400, f"topic {topic!r} on {target} is written by {names}: use the path with the source")
+    return candidates[0]
+
+
+def _translation() -> APIRouter:
+    router = APIRouter(prefix="/v2")
+
+    @router.get("/translate", summary="Translate a consumer group's offsets, or one offset, either direction")
+    def translate_offsets(
+        source: str,
+        target: str,
+        *,
+        config: ConfigDep,
+        group: Annotated[
+            str | None, Query(description="a group (or a comma list); else topic/partition/offset")
+        ] = None,
+        topic: Annotated[str | None, Query(description="the topic on the cluster the consumer leaves")] = None,
+        partition: Annotated[int | None, Query(ge=0)] = None,
+        offset: Annotated[int | None, Query(ge=0)] = None,
+        direction: Annotated[Direction, Query(description="forward: source to target; backward: back")] = "forward",
+        live: Annotated[bool, Query(description="the group's committed offsets, not the checkpoints")] = False,
+    ) -> Any:
+        flow = _flow(config, source, target)
+        parts = (topic, partition, offset)
+        if group is not None and any(v is not None for v in parts):
+            raise HTTPException(400, "give either group or topic/partition/offset")
+        if group is None and any(v is None for v in parts):
+            raise HTTPException(400, "give group, or all of topic, partition and offset")
+        groups = [g.strip() for g in group.split(",") if g.strip()] if group else None
+        where = None if groups else (str(topic), int(partition or 0), int(offset or 0))
+        try:
+            found = translate(config, flow, direction, groups=groups, where=where, live=live)
+        except NotConfiguredError as exc:
+            raise HTTPException(404, str(exc)) from None
+        except SrmError as exc:
+            raise HTTPException(503, str(exc)) from None
+        return {"source": source, "target": target, "direction": direction, "offsets": [vars(t) for t in found]}
+
+    return router

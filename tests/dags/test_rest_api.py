@@ -1,0 +1,181 @@
+"""SRM's REST API as the Airflow plugin serves it: Airflow's API server with a real login (the
+simple auth manager with users, not all-admins), a flow that just replicated, its metrics over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srm import clients
+from srm.airflow.local import LocalAirflow
+from srm.config import SrmConfig
+from srm.topics import ensure_topic
+from tests.checkpointing import commit, read_from
+from tests.conftest import free_ports
+from tests.helpers import produce
+from tests.replication import Env, contents, make_env, replicate, sequenced
+
+pytestmark = pytest.mark.integration
+START_TIMEOUT_S = 180
+PASSWORD = "ops-password"
+
+
+class ApiServer:
+    def __init__(self, airflow: LocalAirflow, folder: Path) -> None:
+        self.port = free_ports(1)[0]
+        self.url = f"http://127.0.0.1:{self.port}"
+        passwords = folder / "passwords.json"
+        passwords.write_text(json.dumps({"ops": PASSWORD}))
+        env = {
+            **airflow.env(),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "ops:viewer",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+        }
+        command = [str(Path(sys.executable).parent / "airflow"), "api-server", "--port", str(self.port)]
+        command += ["--host", "127.0.0.1", "--workers", "1"]
+        self.log = folder / "api-server.log"
+        with open(self.log, "wb") as out:
+            self.process = subprocess.Popen(
+                command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def wait(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log.read_text()[-3000:]
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5):
+                    return
+            except OSError:
+                time.sleep(1)
+        raise AssertionError(f"the API server did not answer in {START_TIMEOUT_S} s:\n{self.log.read_text()[-3000:]}")
+
+    def token(self, user: str, password: str) -> str:
+        body = json.dumps({"username": user, "password": password}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/auth/token", body, {"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return str(json.loads(response.read())["access_token"])
+
+    def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(self.url + path, headers=headers), timeout=60) as r:
+                return r.status, json.loads(r.read()) if "json" in r.headers.get("Content-Type", "") else r.read()
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def stop(self) -> None:
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+
+@pytest.fixture
+def replicated(kafka: SrmConfig, spark: Any, tmp_path: Path, unique: Callable[[str], str]) -> tuple[Env, str]:
+    """A flow that just copied 300 records of one topic (3 partitions)."""
+    topic = unique("rest-orders")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    ensure_topic(clients.admin_client(env.west), topic, 3)
+    produce(env.west, topic, sequenced(3, 300))
+    replicate(spark, env)
+    return env, topic
+
+
+@pytest.fixture
+def api(replicated: tuple[Env, str], airflow_home: Path, tmp_path: Path) -> Iterator[ApiServer]:
+    server = ApiServer(LocalAirflow(airflow_home, replicated[0].path), tmp_path)
+    try:
+        server.wait()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_metrics_over_rest_need_an_airflow_login_and_report_the_replicated_records(
+    replicated: tuple[Env, str], api: ApiServer
+) -> None:
+    env, topic = replicated
+    flow = env.flow()
+    remote = flow.policy.format_remote_topic(flow.source, topic)
+    path = f"/srm/v2/cluster-metrics/{flow.source}/{flow.target}/record-rate?minutes=30&samples=30"
+    assert api.get(path)[0] == 401
+    assert api.get(path, "not-a-token")[0] in (401, 403)
+    token = api.token("ops", PASSWORD)
+
+    status, body = api.get(path, token)
+    assert status == 200, body
+    step_s = (body["to"] - body["from"]) / body["samples"] / 1000
+    assert round(sum(point["value"] for point in body["series"]) * step_s) == 300  # every record copied
+    assert body["sum"] == pytest.approx(sum(point["value"] for point in body["series"]))
+    for metric in ("byte-rate", "replication-latency-ms", "record-age-ms", "replication-records-lag"):
+        status, body = api.get(f"/srm/v2/topic-metrics/{flow.source}/{flow.target}/{topic}/{metric}", token)
+        assert status == 200 and body["series"], (metric, body)
+        assert body["min"] <= body["avg"] <= body["max"], body
+    status, lag = api.get(f"/srm/v2/topic-metrics/{flow.target}/{remote}/replication-records-lag", token)
+    assert status == 200 and lag["series"][-1]["value"] == 0 and lag["topic"] == remote, lag
+    status, rate = api.get(f"/srm/v2/topic-metrics/{flow.target}/{remote}/byte-rate?hours=1", token)
+    assert status == 200 and rate["sum"] > 0, rate
+
+    errors = {
+        f"/srm/v2/cluster-metrics/{flow.source}/nowhere/record-rate": (404, "unknown cluster 'nowhere'"),
+        f"/srm/v2/cluster-metrics/{flow.source}/{flow.target}/speed": (404, "unknown metric 'speed'"),
+        f"/srm/v2/topic-metrics/{flow.source}/{flow.target}/no-such-topic/record-rate": (404, "'no-such-topic'"),
+        f"/srm/v2/topic-metrics/{flow.target}/no-such-topic/record-rate": (404, "no flow into"),
+        f"/srm/v2/cluster-metrics/{flow.source}/{flow.target}/record-rate?samples=0": (400, "query.samples"),
+        f"/srm/v2/cluster-metrics/{flow.source}/{flow.target}/record-rate?minutes=5&hours=1": (400, "not both"),
+        f"/srm/v2/cluster-metrics/{flow.source}/{flow.target}/record-rate?hours=x": (400, "query.hours"),
+    }
+    for url, (code, message) in errors.items():
+        status, body = api.get(url, token)
+        assert status == code and message in body["detail"], (url, status, body)
+    translated_here(env, topic, api, token)
+    status, openapi = api.get("/srm/openapi.json")
+    assert status == 200 and "/v2/topic-metrics/{target}/{downstreamTopic}/{metric}" in openapi["paths"]
+
+
+def translated_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
+    """GET /v2/translate: one offset, and a group's committed offsets, where a consumer resumes."""
+    flow = env.flow()
+    remote = flow.policy.format_remote_topic(flow.source, topic)
+    base = f"/srm/v2/translate?source={flow.source}&target={flow.target}"
+    assert api.get(f"{base}&topic={topic}&partition=1&offset=50")[0] == 401
+    status, body = api.get(f"{base}&topic={topic}&partition=1&offset=50", token)
+    assert status == 200 and len(body["offsets"]) == 1, body
+    resumed = body["offsets"][0]
+    assert (resumed["topic"], resumed["partition"]) == (remote, 1)
+    source_record = next(r for r in contents(env.west, topic)[1] if r[4] == 50)
+    assert read_from(env.east, remote, 1, resumed["offset"])[0] == source_record[:4]
+
+    group = f"rest-group-{topic}"
+    commit(env.west, group, {(topic, p): 10 * p for p in range(3)})
+    status, body = api.get(f"{base}&group={group}&live=true", token)
+    assert status == 200 and [(o["partition"], o["from_offset"]) for o in body["offsets"]] == [(0, 0), (1, 10), (2, 20)]
+    status, back = api.get(f"{base}&topic={remote}&partition=1&offset={resumed['offset']}&direction=backward", token)
+    assert status == 200 and back["offsets"][0]["offset"] == 50 and back["offsets"][0]["topic"] == topic, back
+
+    for query, (code, message) in {
+        "": (400, "give group, or all of topic, partition and offset"),
+        f"&group={group}&topic={topic}": (400, "give either group or topic"),
+        "&group=nobody-has-this-group": (404, "no checkpoints for group 'nobody-has-this-group'"),
+        f"&topic={topic}&partition=9&offset=0": (404, "partition 9 does not exist"),
+        f"&group={group}&direction=sideways": (400, "query.direction"),
+    }.items():
+        status, body = api.get(base + query, token)
+        assert status == code and message in body["detail"], (query, status, body)
