@@ -8,6 +8,8 @@ Tables (one folder each under the warehouse root):
 - ``data_loss``: every range of source offsets that was gone before it could be copied.
 - ``checkpoint_metrics``: per checkpoint pass, group and partition: offsets on both clusters, lag
   on both clusters, and the checkpoint latency (offset read on the source -> checkpoint written).
+- ``task_failures``: every task of a flow's DAGs that failed for good (no retry left): its error and
+  the link to its log (``srm.airflow.failures``).
 
 Appends carry a Delta application transaction (app id, version): an append whose version is not
 above the table's recorded version for that app id is skipped, so replays never duplicate rows.
@@ -27,6 +29,7 @@ METRICS = "replication_metrics"
 SYNC_HISTORY = "offset_sync_history"
 DATA_LOSS = "data_loss"
 CHECKPOINT_METRICS = "checkpoint_metrics"
+TASK_FAILURES = "task_failures"
 
 
 def _schemas() -> dict[str, Any]:
@@ -104,6 +107,18 @@ def _schemas() -> dict[str, Any]:
                 ("reason", s),
                 ("policy", s),
                 ("detected_at", ts),
+            ]
+        ),
+        TASK_FAILURES: pa.schema(
+            [
+                ("flow", s),
+                ("dag_id", s),
+                ("task_id", s),
+                ("run_id", s),
+                ("try_number", i64),
+                ("error", s),
+                ("log_url", s),
+                ("failed_at", ts),
             ]
         ),
     }

@@ -31,6 +31,7 @@ committed offsets of {flow.source}'s consumer groups exactly and writes them as 
     with flow_dag(
         flow,
         "checkpoints",
+        config_file=config_file,
         schedule=timedelta(seconds=s.emit_checkpoints_interval_seconds),
         doc=doc,
         dagrun_timeout=timedelta(minutes=30),

@@ -35,6 +35,7 @@ def flow_dag(
     flow: Flow,
     job: str,
     *,
+    config_file: str,
     schedule: Any,
     doc: str,
     dagrun_timeout: timedelta | None,
@@ -42,8 +43,10 @@ def flow_dag(
     params: dict[str, Any] | None = None,
 ) -> Any:
     """The DAG ``<source>_to_<target>.<job>`` with what every flow DAG shares: one run at a time,
-    no catch-up, retries with backoff, tags and docs."""
+    no catch-up, retries with backoff, tags and docs, and a failed task recorded for the flow's status."""
     from airflow.sdk import DAG
+
+    from srm.airflow.failures import failure_callback
 
     return DAG(
         dag_id(flow, job),
@@ -51,7 +54,7 @@ def flow_dag(
         start_date=START,
         catchup=False,
         max_active_runs=1,
-        default_args=default_args(retries),
+        default_args={**default_args(retries), "on_failure_callback": failure_callback(config_file, flow)},
         dagrun_timeout=dagrun_timeout,
         tags=tags(flow, job),
         doc_md=doc,

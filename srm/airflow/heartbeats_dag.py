@@ -30,6 +30,7 @@ fails with the heartbeat's age when none is within its timeout: the flow has sta
     with flow_dag(
         flow,
         "heartbeats",
+        config_file=config_file,
         schedule=timedelta(minutes=1),
         doc=doc,
         dagrun_timeout=timedelta(minutes=10),

@@ -37,6 +37,7 @@ Every {s.refresh_topics_interval_seconds} s (`refresh.topics.interval.seconds`):
     with flow_dag(
         flow,
         "maintenance",
+        config_file=config_file,
         schedule=timedelta(seconds=s.refresh_topics_interval_seconds),
         doc=doc,
         dagrun_timeout=timedelta(minutes=30),

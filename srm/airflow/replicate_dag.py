@@ -34,6 +34,7 @@ Each micro-batch logs one line: records, MiB, partitions, records/s, latency p99
     with flow_dag(
         flow,
         "replicate",
+        config_file=config_file,
         schedule="@continuous" if continuous else flow.settings.schedule,
         doc=doc,
         dagrun_timeout=None if continuous else timedelta(hours=12),

@@ -15,9 +15,11 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Req
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from srm.airflow.defaults import dag_id
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, SrmError
+from srm.health import flow_health
 from srm.offsets.api import Direction, translate
 from srm.service import metrics
 from srm.service.series import MAX_SAMPLES, Window
@@ -50,6 +52,7 @@ def create_app(
     config: Callable[[], SrmConfig] = load_config,
     user: Callable[..., Any] | None = None,
     groups_reader: Callable[..., Any] | None = None,
+    paused: Callable[[list[str]], dict[str, bool]] | None = None,
 ) -> FastAPI:
     """The app. ``user`` authenticates a request (Airflow's ``get_user``); ``groups_reader`` also
     authorizes reading consumer-group positions (default: read access to the runs of the
@@ -67,10 +70,22 @@ def create_app(
         version="2",
     )
     app.state.config = config
+    app.state.paused = paused or airflow_paused
     app.add_exception_handler(RequestValidationError, _bad_request)  # type: ignore[arg-type]
     app.include_router(_routes(), dependencies=[Depends(user)])
     app.include_router(_translation(), dependencies=[Depends(user), Depends(groups_reader)])
     return app
+
+
+def airflow_paused(dag_ids: list[str]) -> dict[str, bool]:
+    """Which of ``dag_ids`` are paused, from Airflow's database (the API server's own session)."""
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.execute(select(DagModel.dag_id, DagModel.is_paused).where(DagModel.dag_id.in_(dag_ids)))
+        return {dag_id: bool(is_paused) for dag_id, is_paused in rows}
 
 
 def _failover_dag_reader() -> Callable[..., Any]:
@@ -143,6 +158,14 @@ def _routes() -> APIRouter:
     ) -> Any:
         flow = _flow_of_remote_topic(config, target, downstreamTopic)
         return _series(config, flow, metric, span, topic=downstreamTopic, side="downstream")
+
+    @router.get(
+        "/replications", summary="Every flow: state with reason and since when, lag, heartbeat, checkpoint, error"
+    )
+    def replications(request: Request, config: ConfigDep) -> Any:
+        flows = list(config.enabled_flows())
+        paused = request.app.state.paused([dag_id(f, "replicate") for f in flows])
+        return {"replications": [flow_health(config, f, paused.get(dag_id(f, "replicate"))).as_dict() for f in flows]}
 
     return router
 

@@ -15,7 +15,7 @@ from srm.config import SrmConfig
 from srm.topics import ensure_topic
 from tests.conftest import free_ports
 from tests.dags.test_dag_runs import Airflow, ok, run_dag
-from tests.helpers import produce
+from tests.helpers import produce, srm_control
 from tests.jobs import exactly_once
 from tests.replication import make_env, sequenced
 from tests.spark_cluster import StandaloneCluster
@@ -82,3 +82,9 @@ def test_a_bad_spark_connection_fails_the_task_at_once_naming_it(
     assert run.state == "failed", run.log[-3000:]
     assert re.search(rf"Airflow connection {name!r} \(spark\.connection_id\)[^\n]*{problem}", run.log), run.log[-3000:]
     assert "up_for_retry" not in run.log.lower()  # failed, not retried
+    # The failure is the flow's state and last error, with its log (srm.airflow.failures).
+    shown = srm_control(env.path, "status", "--json")
+    assert shown.returncode == 0, shown.stderr
+    (health,) = json.loads(shown.stdout)["flows"]
+    assert health["state"] == "failed" and name in health["reason"], health
+    assert health["last_error"]["task_id"] == "replicate" and health["last_error"]["log_url"], health

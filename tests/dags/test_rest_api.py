@@ -33,6 +33,7 @@ PASSWORD = "ops-password"
 
 class ApiServer:
     def __init__(self, airflow: LocalAirflow, folder: Path) -> None:
+        self.airflow = airflow
         self.port = free_ports(1)[0]
         self.url = f"http://127.0.0.1:{self.port}"
         passwords = folder / "passwords.json"
@@ -146,6 +147,7 @@ def test_metrics_over_rest_need_an_airflow_login_and_report_the_replicated_recor
         status, body = api.get(url, token)
         assert status == code and message in body["detail"], (url, status, body)
     translated_here(env, topic, api, token)
+    replications_here(env, topic, api, token)
     status, openapi = api.get("/srm/openapi.json")
     assert status == 200 and "/v2/topic-metrics/{target}/{downstreamTopic}/{metric}" in openapi["paths"]
 
@@ -179,3 +181,21 @@ def translated_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
     }.items():
         status, body = api.get(base + query, token)
         assert status == code and message in body["detail"], (query, status, body)
+
+
+def replications_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
+    """GET /v2/replications: the flow's state and why, its lag; paused once its DAG is paused."""
+    flow = env.flow()
+    assert api.get("/srm/v2/replications")[0] == 401
+    status, body = api.get("/srm/v2/replications", token)
+    assert status == 200, body
+    (entry,) = [r for r in body["replications"] if r["flow"] == flow.name]
+    assert (entry["state"], entry["reason"]) == ("stalled", "no heartbeat has been replicated yet"), entry
+    assert entry["lag"] == {topic: 0} and entry["last_error"] is None, entry
+    # The DAGs reach Airflow's database paused (dags_are_paused_at_creation), as a new deployment's do.
+    LocalAirflow(api.airflow.home, env.path).airflow("dags", "reserialize")
+    (entry,) = api.get("/srm/v2/replications", token)[1]["replications"]
+    assert (entry["state"], entry["reason"]) == (
+        "paused",
+        f"DAG {flow.source}_to_{flow.target}.replicate is paused in Airflow",
+    )

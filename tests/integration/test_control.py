@@ -257,7 +257,7 @@ def test_status_translate_group_lists_and_failback(
 
     code, out, err = cli(env.path, "status", *flow_args)
     assert code == 0, err
-    assert f"{flow.name}: not running" in out  # no heartbeat replicated: the flow is not running
+    assert f"{flow.name}: stalled (no heartbeat has been replicated yet)" in out
     assert f"  lag {topic}: 25\n" in out
     assert "  last checkpoint: never" not in out and "  last error: none" in out
 

@@ -1,0 +1,150 @@
+"""Is a flow healthy, how far behind is it, since when: the facts ``srm-control status`` prints and
+``GET /v2/replications`` serves, from one function.
+
+A flow is
+- ``paused`` when its replicate DAG is paused in Airflow (known where Airflow's database is);
+- ``failed`` when a replicate task failed for good after the newest replicated heartbeat;
+- ``running`` when a heartbeat replicated within ``ALIVE_S`` (as the heartbeats DAG's stall check);
+- ``stalled`` otherwise, with the heartbeat's age as the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from srm import clients
+from srm.config.model import Flow, SrmConfig
+from srm.control_lists import read_lists
+from srm.errors import SrmError
+from srm.failover import partition_lag
+from srm.heartbeats import freshness
+from srm.replication.selector import TopicSelector
+from srm.topics import list_offsets, partition_counts, read_to_end
+from srm.warehouse import DATA_LOSS, TASK_FAILURES, Warehouse
+
+ALIVE_S = 120.0  # as the heartbeats DAG's stall sensor: a newer replicated heartbeat means running
+STATUS_READ_S = 10.0  # reading the newest records of an internal topic
+
+
+@dataclass
+class FlowHealth:
+    flow: str
+    state: str = "unknown"
+    reason: str = ""
+    since: str | None = None  # ISO time the state was entered, when known
+    heartbeat_age_s: float | None = None
+    checkpoint_age_s: float | None = None
+    lag: dict[str, int] = field(default_factory=dict)
+    last_error: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def assess(
+    now_ms: int, heartbeat_ms: int | None, paused: bool | None, failure: dict[str, Any] | None, replicate_dag: str
+) -> tuple[str, str, str | None]:
+    """State, reason and since-when from the facts (pure)."""
+    if paused:
+        return "paused", f"DAG {replicate_dag} is paused in Airflow", None
+    failed_ms = _ms(failure["failed_at"]) if failure and failure["dag_id"] == replicate_dag else None
+    if failed_ms is not None and (heartbeat_ms is None or failed_ms > heartbeat_ms):
+        return "failed", f"task {failure['task_id']} failed: {_first_line(failure['error'])}", _iso(failed_ms)  # type: ignore[index]
+    if heartbeat_ms is None:
+        return "stalled", "no heartbeat has been replicated yet", None
+    age_s = (now_ms - heartbeat_ms) / 1000
+    if age_s <= ALIVE_S:
+        return "running", f"replicated heartbeat {age_s:.0f} s old", None
+    return "stalled", f"no replicated heartbeat for {age_s:.0f} s (limit {ALIVE_S:.0f} s)", _iso(heartbeat_ms)
+
+
+def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> FlowHealth:
+    from srm.airflow.defaults import dag_id
+
+    health = FlowHealth(flow.name)
+    warehouse = Warehouse(config.storage.warehouse)
+    failure = newest(warehouse.read(TASK_FAILURES, flow=flow.name), "failed_at")
+    loss = newest(warehouse.read(DATA_LOSS, flow=flow.name), "detected_at")
+    health.last_error = _error(failure, loss)
+    try:
+        beat = freshness(config.cluster(flow.target), flow)
+        state = assess(beat.now_ms, beat.newest_ms, paused, failure, dag_id(flow, "replicate"))
+        health.state, health.reason, health.since = state
+        health.heartbeat_age_s = None if beat.age_s is None else round(beat.age_s, 1)
+        health.lag = flow_lag(config, flow)
+        checkpoint = newest_record_age(config.cluster(flow.target), flow.policy.checkpoints_topic(flow.source))
+        health.checkpoint_age_s = None if checkpoint is None else round(checkpoint, 1)
+    except SrmError as exc:
+        health.reason = str(exc)
+    return health
+
+
+def flow_lag(config: SrmConfig, flow: Flow) -> dict[str, int]:
+    """Records not yet copied, per source topic the flow replicates."""
+    lists = read_lists(config.cluster(flow.target), flow)["topics"]
+    selector = TopicSelector(flow, lists.allow, lists.deny)
+    source = clients.admin_client(config.cluster(flow.source))
+    topics = {t for t in partition_counts(source) if selector.replicates(t)}
+    lag: dict[str, int] = {}
+    for (topic, _), behind in partition_lag(config, flow, topics).items():
+        lag[topic] = lag.get(topic, 0) + behind
+    return dict(sorted(lag.items()))
+
+
+def newest_record_age(cluster: Any, topic: str) -> float | None:
+    """Seconds since the newest record of a one-partition internal topic was written (None: empty)."""
+    admin = clients.admin_client(cluster)
+    if topic not in partition_counts(admin, include_internal=True):
+        return None
+    end = list_offsets(admin, [(topic, 0)], "latest")[(topic, 0)]
+    if end == 0:
+        return None
+    consumer = clients.consumer(cluster, "__srm.status", **{"enable.partition.eof": True})
+    stamp = None
+    try:
+        for message in read_to_end(consumer, topic, 0, STATUS_READ_S, start=max(0, end - 10)):
+            stamp = message.timestamp()[1]
+    finally:
+        consumer.close()
+    return None if stamp is None else time.time() - stamp / 1000
+
+
+def newest(rows: list[dict[str, Any]], column: str) -> dict[str, Any] | None:
+    return max(rows, key=lambda r: r[column]) if rows else None
+
+
+def _error(failure: dict[str, Any] | None, loss: dict[str, Any] | None) -> dict[str, Any] | None:
+    found = []
+    if failure:
+        found.append(
+            {
+                "at": _iso(_ms(failure["failed_at"])),
+                "message": f"{failure['dag_id']}.{failure['task_id']} failed: {failure['error']}",
+                "dag_id": failure["dag_id"],
+                "task_id": failure["task_id"],
+                "run_id": failure["run_id"],
+                "log_url": failure["log_url"] or None,
+            }
+        )
+    if loss:
+        text = (
+            f"data loss: {loss['topic']}[{loss['partition']}] offsets {loss['first_offset']}.."
+            f"{loss['end_offset'] - 1} ({loss['records']} records, {loss['reason']})"
+        )
+        found.append({"at": _iso(_ms(loss["detected_at"])), "message": text})
+    return max(found, key=lambda e: str(e["at"])) if found else None
+
+
+def _ms(value: datetime) -> int:
+    return int(value.timestamp() * 1000)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "failed"
