@@ -396,6 +396,30 @@ def cluster(c: dict[str, Any]) -> list[str]:
     return lines
 
 
+def rest(r: dict[str, Any]) -> list[str]:
+    return [
+        f"## REST metric endpoints ({r['rows_in_warehouse']:,} rows: {r['topics']} topics x {r['days']} days of "
+        "one-minute metrics)",
+        "",
+        f"Command: `{r['command']}`. One flow's `replication_metrics` table written as one Delta append per day",
+        f"({r['write_seconds']} s), then each endpoint called in-process (FastAPI's TestClient: routing, the Delta",
+        "scan with the flow, topic and window pushed down, sampling, JSON), a different topic each call. The",
+        "tables stay open between requests (only new commits are read).",
+        "",
+        "| endpoint | requests | p50 ms | p95 ms | max ms |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {e['endpoint']} | {e['requests']} | {e['p50_ms']} | {e['p95_ms']} | {e['max_ms']} |"
+            for e in r["endpoints"]
+        ),
+        "",
+        "A window decodes every row of the files it spans (all topics share a file, so the topic filter skips",
+        "no row group): up to 7 days stay under 200 ms at p95, a whole month (4.3 M rows decoded) does not. An",
+        "hourly rollup for long windows, and compaction of the tables by the maintenance DAG, are not built yet.",
+        "",
+    ]
+
+
 def render(results: dict[str, Any]) -> str:
     sections = header(results)
     if results.get("findings"):
@@ -407,6 +431,7 @@ def render(results: dict[str, Any]) -> str:
         ("scale", scale),
         ("profile", profile),
         ("cluster", cluster),
+        ("rest", rest),
     ):
         if key in results:
             sections += part(results[key])

@@ -25,7 +25,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import cluster, copy_profile, failover_accuracy, latency, report, scale, throughput
+from bench import cluster, copy_profile, failover_accuracy, latency, report, rest_metrics, scale, throughput
 from srm.config import load_config
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -36,6 +36,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "scale": {"partitions": [1, 8, 64], "records": 200_000, "topics": [1, 100, 500], "per_topic": 200},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
         "cluster": {"records": 1_000_000, "size": 1024, "partitions": 64, "tasks": 4, "workers": [1, 2]},
+        "rest": {"topics": 100, "days": 30, "requests": 50},
     },
     "quick": {
         "throughput": {"records": 20_000, "sizes": [100], "partitions": 2, "repeat": 1},
@@ -44,6 +45,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "scale": {"partitions": [2], "records": 10_000, "topics": [2], "per_topic": 20},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
         "cluster": {"records": 20_000, "size": 100, "partitions": 4, "tasks": 2, "workers": [2]},
+        "rest": {"topics": 5, "days": 2, "requests": 5},
     },
 }
 KAFKA_VERSION = "4.3.1"  # conf/jvm/kafka/pom.xml
@@ -125,6 +127,11 @@ def findings(results: dict[str, Any]) -> list[str]:
             f"- Spark standalone cluster, {row['workers']} worker(s) on this machine: {row['job_records_per_s']:,} "
             f"records/s, {row['vs_local']}x `local[*, 4]` ({row['partitions']} partitions of {row['record_size']} B)."
         )
+    slowest = max(results["rest"]["endpoints"], key=lambda e: e["p95_ms"])
+    lines.append(
+        f"- REST metric endpoints over {results['rest']['rows_in_warehouse']:,} metrics rows: slowest p95 "
+        f"{slowest['p95_ms']} ms ({slowest['endpoint']})."
+    )
     shares = results["profile"]["shares"]
     top = next(iter(shares))
     lines.append(f"- Profile of the copy tasks (100 B records): the largest share is {top} ({shares[top]:.0%}).")
@@ -166,6 +173,7 @@ def main() -> None:
         ("scale", "scale", lambda o: scale.measure(args.config, **o)),
         ("profile", "copy_profile", lambda o: copy_profile.measure(args.config, **o)),
         ("cluster", "cluster", lambda o: cluster.measure(args.config, **o)),
+        ("rest", "rest_metrics", lambda o: rest_metrics.measure(**o)),
     )
     for number, (key, module, measure) in enumerate(steps, 1):
         print(f"[{number}/{len(steps)}] {key} ({time.monotonic() - started:.0f} s so far)", flush=True)

@@ -130,9 +130,11 @@ def _series(config: SrmConfig, flow: Flow, name: str, span: Window, **topic: Any
     except metrics.UnknownMetric as exc:
         raise HTTPException(404, str(exc)) from None
     warehouse = Warehouse(config.storage.warehouse)
-    if topic and not metrics.topic_known(warehouse, flow, topic["topic"], topic["side"]):
+    found = metrics.series(warehouse, flow, name, span, **topic)
+    # An empty window is fine for a topic the flow replicated before; a name it never did is a 404.
+    if topic and not found["series"] and not metrics.topic_known(warehouse, flow, topic["topic"], topic["side"]):
         raise HTTPException(404, f"flow {flow.name} has not replicated {topic['side']} topic {topic['topic']!r}")
-    return metrics.series(warehouse, flow, name, span, **topic)
+    return found
 
 
 def _routes() -> APIRouter:

@@ -6,11 +6,12 @@ window, pushed down into the Delta scan (delta-rs skips files whose statistics f
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from srm.config.model import Flow
-from srm.service.series import Combine, Row, Window, sample, summary
+from srm.service.series import Combine, Window, sample_arrays, summary
 from srm.warehouse import CHECKPOINT_METRICS, METRICS, Warehouse
 
 TopicSide = Literal["upstream", "downstream"]
@@ -63,19 +64,49 @@ def topic_filter(flow: Flow, table: str, topic: str, side: TopicSide) -> tuple[s
     return "topic", flow.policy.upstream_topic(topic) or topic
 
 
-def read_rows(
+class Tables:
+    """Open Delta tables, kept between requests: each read catches up with new commits only, and the
+    pyarrow dataset (file list and statistics) is rebuilt only when the table has a new version."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[Any, int, Any]] = {}
+        self._lock = threading.Lock()
+
+    def dataset(self, path: str) -> Any | None:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        with self._lock:
+            try:
+                if path in self._open:
+                    table, version, dataset = self._open[path]
+                    table.update_incremental()
+                else:
+                    table, version, dataset = DeltaTable(path), -1, None
+            except TableNotFoundError:
+                return None
+            if table.version() != version:
+                dataset = table.to_pyarrow_dataset()
+                self._open[path] = (table, table.version(), dataset)
+            return dataset
+
+
+TABLES = Tables()
+
+
+def read_arrays(
     warehouse: Warehouse, flow: Flow, spec: Metric, window: Window, topic: tuple[str, str] | None
-) -> list[Row]:
-    """The rows of ``spec`` for ``flow`` (and ``topic``: column, value) inside ``window``."""
+) -> tuple[Any, Any, Any, Any]:
+    """Times (ms), key codes, weights and values of ``spec`` for ``flow`` (and ``topic``: column,
+    value) inside ``window``, as numpy arrays."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
 
-    try:
-        dataset = DeltaTable(warehouse.path(spec.table)).to_pyarrow_dataset()
-    except TableNotFoundError:
-        return []
+    dataset = TABLES.dataset(warehouse.path(spec.table))
+    if dataset is None:
+        empty = np.array([], dtype=np.int64)
+        return empty, empty, empty.astype(float), empty.astype(float)
     start = pa.scalar(window.start_ms, pa.timestamp("ms", tz="UTC"))
     end = pa.scalar(window.end_ms, pa.timestamp("ms", tz="UTC"))
     condition = (pc.field("flow") == flow.name) & (pc.field(spec.time) >= start) & (pc.field(spec.time) < end)
@@ -84,14 +115,16 @@ def read_rows(
         condition &= pc.field(topic[0]) == topic[1]
     # Single-threaded: see Warehouse.read (a threaded scan aborts the interpreter at exit).
     table = dataset.to_table(columns=spec.columns(), filter=condition, use_threads=False)
-    return [_row(spec, record) for record in table.to_pylist()]
-
-
-def _row(spec: Metric, record: dict[str, Any]) -> Row:
-    time_ms = int(record[spec.time].timestamp() * 1000)
-    key = "/".join(str(record[k]) for k in spec.key)
-    weight = float(record[spec.weight] or 0) if spec.weight else 1.0
-    return time_ms, key, weight, float(record[spec.column])
+    # delta-rs stores timestamps in microseconds: in milliseconds first, then as numbers.
+    times = table[spec.time].cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64()).to_numpy()
+    values = table[spec.column].cast(pa.float64()).to_numpy()
+    weights = table[spec.weight].fill_null(0).cast(pa.float64()).to_numpy() if spec.weight else np.ones(len(times))
+    keys = np.zeros(len(times), dtype=np.int64)
+    if spec.key:
+        parts = [table[k].cast(pa.string()) for k in spec.key]
+        joined = pc.binary_join_element_wise(*parts, "/")
+        keys = joined.dictionary_encode().combine_chunks().indices.to_numpy().astype(np.int64)
+    return times, keys, weights, values
 
 
 def series(
@@ -106,7 +139,7 @@ def series(
     """SRM's response for one metric of a flow (or one of its topics): the samples and aggregates."""
     spec = metric(name)
     where = topic_filter(flow, spec.table, topic, side) if topic is not None else None
-    points = sample(read_rows(warehouse, flow, spec, window, where), window, spec.combine)
+    points = sample_arrays(read_arrays(warehouse, flow, spec, window, where), window, spec.combine)
     return {
         "metric": name,
         "unit": spec.unit,
@@ -124,13 +157,10 @@ def series(
 def topic_known(warehouse: Warehouse, flow: Flow, topic: str, side: TopicSide) -> bool:
     """Whether the flow ever replicated ``topic`` (its metrics table has a row of it)."""
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
 
     column, value = topic_filter(flow, METRICS, topic, side)
-    try:
-        dataset = DeltaTable(warehouse.path(METRICS)).to_pyarrow_dataset()
-    except TableNotFoundError:
+    dataset = TABLES.dataset(warehouse.path(METRICS))
+    if dataset is None:
         return False
     condition = (pc.field("flow") == flow.name) & (pc.field(column) == value)
     return bool(dataset.head(1, columns=[column], filter=condition, use_threads=False).num_rows > 0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 # How rows of one sample combine into its value:
 #   rate     - sum of values / sample seconds (records or bytes per second)
@@ -39,30 +39,47 @@ class Window:
 
 def sample(rows: Iterable[Row], window: Window, combine: Combine) -> list[tuple[int, float]]:
     """``(sample start ms, value)`` for every sample of ``window`` that holds rows, oldest first."""
-    buckets: dict[int, list[Row]] = {}
-    for row in rows:
-        index = window.bucket(row[0])
-        if index is not None:
-            buckets.setdefault(index, []).append(row)
-    return [
-        (window.start_ms + index * window.step_ms, _combine(buckets[index], combine, window.step_ms))
-        for index in sorted(buckets)
-    ]
+    import numpy as np
+
+    listed = list(rows)
+    keys = {key: code for code, key in enumerate(sorted({r[1] for r in listed}))}
+    columns = (
+        np.array([r[0] for r in listed], dtype=np.int64),
+        np.array([keys[r[1]] for r in listed], dtype=np.int64),
+        np.array([r[2] for r in listed], dtype=np.float64),
+        np.array([r[3] for r in listed], dtype=np.float64),
+    )
+    return sample_arrays(columns, window, combine)
 
 
-def _combine(rows: list[Row], combine: Combine, step_ms: int) -> float:
+def sample_arrays(columns: tuple[Any, Any, Any, Any], window: Window, combine: Combine) -> list[tuple[int, float]]:
+    """:func:`sample` over numpy arrays (times in ms, integer key codes, weights, values): what the
+    API serves, vectorized."""
+    import numpy as np
+
+    times, keys, weights, values = columns
+    inside = (times >= window.start_ms) & (times < window.end_ms)
+    times, keys, weights, values = times[inside], keys[inside], weights[inside], values[inside]
+    index = (times - window.start_ms) // window.step_ms
+    counts = np.bincount(index, minlength=window.samples)
+
+    def per_sample(weights: Any) -> Any:
+        return np.bincount(index, weights=weights, minlength=window.samples).astype(np.float64)
+
     if combine == "rate":
-        return sum(r[3] for r in rows) * 1000 / step_ms
-    if combine == "weighted":
-        weight = sum(r[2] for r in rows)
-        return sum(r[2] * r[3] for r in rows) / weight if weight else 0.0
-    if combine == "mean":
-        return sum(r[3] for r in rows) / len(rows)
-    newest: dict[str, Row] = {}
-    for row in rows:
-        if row[1] not in newest or row[0] >= newest[row[1]][0]:
-            newest[row[1]] = row
-    return sum(r[3] for r in newest.values())
+        result = per_sample(values) * 1000 / window.step_ms
+    elif combine == "weighted":
+        total, weighted = per_sample(weights), per_sample(weights * values)
+        result = np.divide(weighted, total, out=np.zeros(window.samples), where=total > 0)
+    elif combine == "mean":
+        result = np.divide(per_sample(values), counts, out=np.zeros(window.samples), where=counts > 0)
+    else:  # gauge: per sample and key the newest value, summed over keys
+        order = np.lexsort((times, keys, index))
+        index, keys, values = index[order], keys[order], values[order]
+        last = np.ones(len(index), dtype=bool)
+        last[:-1] = (index[1:] != index[:-1]) | (keys[1:] != keys[:-1])
+        result = np.bincount(index[last], weights=values[last], minlength=window.samples).astype(np.float64)
+    return [(window.start_ms + int(i) * window.step_ms, float(result[i])) for i in np.flatnonzero(counts)]
 
 
 def summary(points: list[tuple[int, float]]) -> dict[str, float | None]:

@@ -18,6 +18,7 @@ SECTIONS = (
     "## Scale",
     "## Profile of the copy tasks",
     "## Spark cluster",
+    "## REST metric endpoints",
 )
 
 
@@ -65,3 +66,5 @@ def test_make_bench_quick_writes_the_report(tmp_path: Path) -> None:
     masters = [row["master"] for row in results["cluster"]["rows"]]
     assert masters[0].startswith("local") and masters[1].startswith("spark://"), masters
     assert all(row["copied"] >= row["records"] for row in results["cluster"]["rows"])  # plus the heartbeats
+    assert results["rest"]["rows_in_warehouse"] == 5 * 2 * 1440
+    assert all(e["requests"] == 5 and e["p95_ms"] > 0 for e in results["rest"]["endpoints"])
