@@ -26,6 +26,11 @@ from srm.topics import list_offsets
 from srm.warehouse import DATA_LOSS, METRICS, Warehouse
 
 log = logging.getLogger("srm.replicate")
+# commit_transaction returns once the coordinator has logged the commit; the markers that let
+# read_committed readers see the history records follow asynchronously (tens of ms, longer on a
+# busy machine). The final ingest waits that long at most, so a run's warehouse is complete when
+# it ends; past it, the next run ingests the rest.
+SETTLE_AT_SHUTDOWN_S = 10.0
 
 
 @dataclass
@@ -90,7 +95,7 @@ class Accounting:
 
     def _catch_up(self) -> None:
         try:
-            self.history.ingest()
+            self.history.ingest(settle_s=SETTLE_AT_SHUTDOWN_S)
         except Exception:
             log.exception("flow %s: ingesting the sync history at shutdown failed", self.flow.name)
         finally:

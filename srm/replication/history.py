@@ -9,6 +9,7 @@ Crashing anywhere just means the next ingest starts from the same offset again.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,9 +35,12 @@ class HistoryIngest:
         self._consumer: Any = None
         self.app_id = f"history:{flow.name}"
 
-    def ingest(self) -> int:
+    def ingest(self, settle_s: float = 0.0) -> int:
         """Append the history records committed since the last ingest, a chunk per warehouse commit;
-        returns how many runs were appended."""
+        returns how many runs were appended. ``settle_s``: first wait up to that long until no
+        transaction of the history topic is open (its last stable offset reaches its end)."""
+        if settle_s:
+            self._settle(settle_s)
         start = self.warehouse.version(SYNC_HISTORY, self.app_id) or 0
         end = self._end()
         appended = 0
@@ -62,6 +66,15 @@ class HistoryIngest:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+    def _settle(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        partition = [(self.topic, 0)]
+        while time.monotonic() < deadline:
+            stable = list_offsets(self.admin, partition, "latest")[partition[0]]
+            if stable >= list_offsets(self.admin, partition, "latest", read_committed=False)[partition[0]]:
+                return
+            time.sleep(0.05)
 
     def _end(self) -> int:
         return int(list_offsets(self.admin, [(self.topic, 0)], "latest")[(self.topic, 0)])
