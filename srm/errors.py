@@ -37,6 +37,10 @@ class NotConfiguredError(SrmError):
     """A cluster alias or flow that the configuration file does not define."""
 
 
+class UsageError(SrmError):
+    """A request that names too little or too much (CLI flags, REST query parameters)."""
+
+
 class RecordFormatError(SrmError):
     """Bytes that do not decode as the expected MM2 record (names topic/partition/offset when known)."""
 

@@ -50,9 +50,10 @@ def assess(
     """State, reason and since-when from the facts (pure)."""
     if paused:
         return "paused", f"DAG {replicate_dag} is paused in Airflow", None
-    failed_ms = _ms(failure["failed_at"]) if failure and failure["dag_id"] == replicate_dag else None
-    if failed_ms is not None and (heartbeat_ms is None or failed_ms > heartbeat_ms):
-        return "failed", f"task {failure['task_id']} failed: {_first_line(failure['error'])}", _iso(failed_ms)  # type: ignore[index]
+    if failure and failure["dag_id"] == replicate_dag:
+        failed_ms = _ms(failure["failed_at"])
+        if heartbeat_ms is None or failed_ms > heartbeat_ms:  # no heartbeat crossed since: not recovered
+            return "failed", f"task {failure['task_id']} failed: {_first_line(failure['error'])}", _iso(failed_ms)
     if heartbeat_ms is None:
         return "stalled", "no heartbeat has been replicated yet", None
     age_s = (now_ms - heartbeat_ms) / 1000

@@ -23,7 +23,7 @@ from pathlib import Path
 from srm.config.model import Cluster, LocalBroker
 from srm.errors import LocalClusterError, PortInUseError
 from srm.jvm import kafka_command
-from srm.local_security import BrokerSecurity, client_login, client_setting
+from srm.local_security import BrokerSecurity, client_login, client_setting, write_private
 from srm.probe import broker_answers
 
 # A broker on this machine starts in 2-5 s; JIT warm-up on a loaded 2-core machine can take
@@ -161,9 +161,7 @@ class LocalKafka:
 
     def _write_properties(self) -> None:
         # A secured broker's file holds its store and admin passwords: readable by this user only.
-        descriptor = os.open(self.properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w") as out:
-            out.write("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
+        write_private(self.properties, "".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
 
     def _format(self) -> None:
         arguments = ["format", "-t", new_cluster_id(), "-c", str(self.properties)]

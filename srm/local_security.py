@@ -5,7 +5,7 @@ fixtures) run its broker this way. Everything secret lives under ``<cluster>/sec
 
 - ``ca.pem`` — the throw-away CA's certificate; clients trust it (``ssl.ca.location``/``ssl.ca.pem``).
   Its key signs the broker's certificate (SANs 127.0.0.1 and localhost, so hostname checks pass)
-  and is kept only to re-issue that certificate.
+  and is then dropped: nothing else is ever signed (remove the folder for a new CA).
 - ``broker.p12`` — the broker's key and certificate, with a generated store password.
 - ``admin.password`` — the SCRAM password of ``admin``, the broker's own super user. It is
   written into the metadata log when the storage is formatted (SCRAM credentials must exist
@@ -63,7 +63,6 @@ class BrokerSecurity:
         self.folder = home / "security"
         self.host = host
         self.ca = self.folder / "ca.pem"
-        self.ca_key = self.folder / "ca.key"
         self.keystore = self.folder / "broker.p12"
         self.store_password_file = self.folder / "broker.p12.password"
         self.admin_password_file = self.folder / "admin.password"
@@ -75,7 +74,7 @@ class BrokerSecurity:
         if not self.ca.exists():
             self._write_tls()
         if not self.admin_password_file.exists():
-            _write_private(self.admin_password_file, secrets.token_urlsafe(24))
+            write_private(self.admin_password_file, secrets.token_urlsafe(24))
 
     @property
     def admin_password(self) -> str:
@@ -160,12 +159,9 @@ class BrokerSecurity:
         keystore = pkcs12.serialize_key_and_certificates(
             b"broker", key, broker_cert, [ca_cert], serialization.BestAvailableEncryption(store_password.encode())
         )
-        _write_private(self.store_password_file, store_password)
-        _write_private(self.keystore, keystore)
-        pem = serialization.Encoding.PEM
-        key_pem = ca_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-        _write_private(self.ca_key, key_pem)
-        self.ca.write_bytes(ca_cert.public_bytes(pem))
+        write_private(self.store_password_file, store_password)
+        write_private(self.keystore, keystore)
+        self.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
 
 
 def _certificate(subject: Any, issuer: Any, public_key: Any, now: datetime.datetime) -> Any:
@@ -182,7 +178,8 @@ def _certificate(subject: Any, issuer: Any, public_key: Any, now: datetime.datet
     )
 
 
-def _write_private(path: Path, content: str | bytes) -> None:
+def write_private(path: Path, content: str | bytes) -> None:
+    """Write ``path`` readable by this user only (mode 0600 from its creation)."""
     data = content.encode() if isinstance(content, str) else content
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "wb") as out:

@@ -46,14 +46,16 @@ def translate(args: argparse.Namespace) -> dict[str, Any] | None:
     flow = configured_flow(config, args.source, args.target)
     direction: Direction = "backward" if args.reverse else "forward"
     reachable(config, flow.target, *([flow.source] if args.live or args.reverse else []))
-    groups = group_names(args.group) if args.group else None
-    parts = (args.topic, args.partition, args.offset)
-    if groups and any(v is not None for v in parts):
-        raise SrmError("give either --group or --topic/--partition/--offset")
-    if not groups and any(v is None for v in parts):
-        raise SrmError("give --group, or all of --topic, --partition and --offset")
-    where = None if groups else (args.topic, args.partition, args.offset)
-    found = translate_offsets(config, flow, direction, groups=groups, where=where, live=args.live)
+    found = translate_offsets(
+        config,
+        flow,
+        direction,
+        groups=group_names(args.group) if args.group else None,
+        topic=args.topic,
+        partition=args.partition,
+        offset=args.offset,
+        live=args.live,
+    )
     if args.json:
         return {"direction": direction, "offsets": [vars(t) for t in found]}
     for t in found:

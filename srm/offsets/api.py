@@ -19,7 +19,7 @@ from typing import Literal
 
 from srm import clients
 from srm.config.model import Flow, SrmConfig
-from srm.errors import NotConfiguredError, SrmError
+from srm.errors import NotConfiguredError, UsageError
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import group_offsets
 from srm.offsets.history import FlowHistory, load_history
@@ -122,16 +122,23 @@ def translate(
     direction: Direction,
     *,
     groups: list[str] | None = None,
-    where: tuple[str, int, int] | None = None,
+    topic: str | None = None,
+    partition: int | None = None,
+    offset: int | None = None,
     live: bool = False,
 ) -> list[Translated]:
     """What ``srm-control translate`` and ``GET /v2/translate`` answer: every partition of ``groups``,
-    or one offset (``where``: topic, partition, offset on the cluster the consumer leaves)."""
-    if (groups is None) == (where is None):
-        raise SrmError("give either a group or a topic, partition and offset")
+    or one offset (``topic``, ``partition``, ``offset`` on the cluster the consumer leaves)."""
+    parts = (topic, partition, offset)
+    if groups is not None and any(v is not None for v in parts):
+        raise UsageError("give either a group or a topic, partition and offset")
+    if groups is None and any(v is None for v in parts):
+        raise UsageError("give a group, or all of topic, partition and offset")
+    if groups is not None and not groups:
+        raise UsageError("a group needs a name")
     translator = Translator(config, flow)
-    if where is not None:
-        return [translator.offset(*where, direction)]
+    if topic is not None and partition is not None and offset is not None:
+        return [translator.offset(topic, partition, offset, direction)]
     found: list[Translated] = []
     for group in groups or []:
         found += translator.group(group, direction, live=live or direction == "backward")

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from srm.airflow.defaults import dag_id
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
-from srm.errors import NotConfiguredError, SrmError
+from srm.errors import NotConfiguredError, SrmError, UsageError
 from srm.health import flow_health
 from srm.offsets.api import Direction, translate
 from srm.service import metrics
@@ -113,11 +113,15 @@ def _config(request: Request) -> SrmConfig:
 ConfigDep = Annotated[SrmConfig, Depends(_config)]
 
 
+def _known_clusters(config: SrmConfig, *aliases: str) -> None:
+    known = [c.alias for c in config.clusters]
+    for alias in aliases:
+        if alias not in known:
+            raise HTTPException(404, f"unknown cluster {alias!r} (known: {', '.join(known)})")
+
+
 def _flow(config: SrmConfig, source: str, target: str) -> Flow:
-    for alias in (source, target):
-        if alias not in {c.alias for c in config.clusters}:
-            known = ", ".join(c.alias for c in config.clusters)
-            raise HTTPException(404, f"unknown cluster {alias!r} (known: {known})")
+    _known_clusters(config, source, target)
     try:
         return config.flow(source, target)
     except NotConfiguredError:
@@ -165,9 +169,9 @@ def _routes() -> APIRouter:
         "/replications", summary="Every flow: state with reason and since when, lag, heartbeat, checkpoint, error"
     )
     def replications(request: Request, config: ConfigDep) -> Any:
-        flows = list(config.enabled_flows())
-        paused = request.app.state.paused([dag_id(f, "replicate") for f in flows])
-        return {"replications": [flow_health(config, f, paused.get(dag_id(f, "replicate"))).as_dict() for f in flows]}
+        dags = {dag_id(f, "replicate"): f for f in config.enabled_flows()}
+        paused = request.app.state.paused(list(dags))
+        return {"replications": [flow_health(config, f, paused.get(d)).as_dict() for d, f in dags.items()]}
 
     return router
 
@@ -175,8 +179,7 @@ def _routes() -> APIRouter:
 def _flow_of_remote_topic(config: SrmConfig, target: str, topic: str) -> Flow:
     """The flow into ``target`` that writes ``topic``: named by the policy's prefix, else the
     only flow into ``target`` whose metrics name it (prefixless flows)."""
-    if target not in {c.alias for c in config.clusters}:
-        raise HTTPException(404, f"unknown cluster {target!r}")
+    _known_clusters(config, target)
     flows = [f for f in config.enabled_flows() if f.target == target]
     named = [f for f in flows if f.policy.topic_source(topic) == f.source]
     warehouse = Warehouse(config.storage.warehouse)
@@ -208,15 +211,13 @@ def _translation() -> APIRouter:
         live: Annotated[bool, Query(description="the group's committed offsets, not the checkpoints")] = False,
     ) -> Any:
         flow = _flow(config, source, target)
-        parts = (topic, partition, offset)
-        if group is not None and any(v is not None for v in parts):
-            raise HTTPException(400, "give either group or topic/partition/offset")
-        if group is None and any(v is None for v in parts):
-            raise HTTPException(400, "give group, or all of topic, partition and offset")
-        groups = [g.strip() for g in group.split(",") if g.strip()] if group else None
-        where = None if groups else (str(topic), int(partition or 0), int(offset or 0))
+        groups = [g.strip() for g in group.split(",") if g.strip()] if group is not None else None
         try:
-            found = translate(config, flow, direction, groups=groups, where=where, live=live)
+            found = translate(
+                config, flow, direction, groups=groups, topic=topic, partition=partition, offset=offset, live=live
+            )
+        except UsageError as exc:
+            raise HTTPException(400, str(exc)) from None
         except NotConfiguredError as exc:
             raise HTTPException(404, str(exc)) from None
         except SrmError as exc:

@@ -177,8 +177,9 @@ def translated_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
     assert status == 200 and back["offsets"][0]["offset"] == 50 and back["offsets"][0]["topic"] == topic, back
 
     for query, (code, message) in {
-        "": (400, "give group, or all of topic, partition and offset"),
-        f"&group={group}&topic={topic}": (400, "give either group or topic"),
+        "": (400, "give a group, or all of topic, partition and offset"),
+        f"&group={group}&topic={topic}": (400, "give either a group or a topic"),
+        "&group=,": (400, "a group needs a name"),
         "&group=nobody-has-this-group": (404, "no checkpoints for group 'nobody-has-this-group'"),
         f"&topic={topic}&partition=9&offset=0": (404, "partition 9 does not exist"),
         f"&group={group}&direction=sideways": (400, "query.direction"),

@@ -56,6 +56,7 @@ def test_a_sasl_ssl_broker_authenticates_and_authorizes_every_client(tmp_path: P
     assert props["super.users"] == "User:admin;User:ANONYMOUS;User:replicator"
     folder = tmp_path / "kafka" / "secured" / "security"
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert sorted(p.name for p in folder.iterdir()) == ["admin.password", "broker.p12", "broker.p12.password", "ca.pem"]
     assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in folder.iterdir() if p.name != "ca.pem")
     ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
