@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick
+.PHONY: help install browser jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -32,6 +32,12 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	$(BIN)/python -c 'import pyspark, airflow, confluent_kafka; assert pyspark.__version__ == "4.3.0", pyspark.__version__'
 	touch $@
+
+# Headless Chromium for the test of the Replications page (Debian's packages; root or sudo).
+browser:  ## install Debian's chromium and chromedriver if missing (tests of the Replications page)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver; }
 
 lock:  ## re-resolve requirements.lock from pyproject.toml (needs the network)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --no-emit-package pyspark --python-version 3.11 -o requirements.lock
@@ -82,7 +88,7 @@ bench: kafka-up  ## every benchmark vs MirrorMaker 2 and the brokers' limit (~50
 bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check they run: .local/bench-quick/REPORT.md
 	$(BIN)/python -m bench.run --preset quick --out $(BENCH_QUICK_OUT)
 
-test: install jars lint  ## install and run the whole test suite (lint, types, unit, integration)
+test: install jars browser lint  ## install and run the whole test suite (lint, types, unit, integration)
 	$(BIN)/pytest -m "not bench"
 
 test-bench: install jars  ## a smoke run of make bench-quick (~9 min) checked by a test; CI runs it after make test
@@ -92,8 +98,8 @@ test-unit: install  ## only the tests that need no broker
 	$(BIN)/pytest tests/unit
 
 lint: install  ## ruff (lint + format check) and mypy --strict
-	$(BIN)/ruff check srm include tests spark bench dags
-	$(BIN)/ruff format --check srm include tests spark bench dags
+	$(BIN)/ruff check srm include tests spark bench dags plugins
+	$(BIN)/ruff format --check srm include tests spark bench dags plugins
 	$(BIN)/mypy
 
 clean:  ## remove the venv, jar cache and local cluster data (stops nothing: run kafka-down first)

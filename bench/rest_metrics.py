@@ -3,9 +3,11 @@
     python -m bench.rest_metrics --topics 100 --days 30 --requests 50
 
 Writes ``--days`` of one-minute metrics rows for ``--topics`` topics of one flow (100 x 30 days =
-4.32 M rows) into a fresh warehouse, as one Delta append per day (the files a daily compaction
-leaves), then times the endpoints in-process (FastAPI's TestClient: routing, the Delta scan,
-sampling, JSON), ``--requests`` times each, a different topic each time. Prints one JSON.
+4.32 M rows, ending now) into a fresh warehouse, as one Delta append per day, then does what the
+flow's maintenance DAG does (its ``metrics_rollup`` task): the hourly rollup of every settled hour,
+then OPTIMIZE and VACUUM of the metrics tables, each timed. Then times the endpoints in-process
+(FastAPI's TestClient: routing, the Delta scans, sampling, JSON), ``--requests`` times each, a
+different topic each time. Prints one JSON.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from typing import Any
 import yaml
 
 from srm.config import load_config
-from srm.warehouse import METRICS, Warehouse
+from srm.config.model import Flow
+from srm.maintenance.compaction import maintain
+from srm.maintenance.metrics_rollup import roll_up
+from srm.warehouse import METRICS, METRICS_HOURLY, Warehouse
 
 FLOW = ("bench-west", "bench-east")
 MINUTE_MS = 60_000
@@ -76,13 +81,30 @@ def config_file(folder: Path) -> Path:
     return path
 
 
+def maintenance(warehouse: Warehouse, flow: Flow) -> dict[str, Any]:
+    """The maintenance DAG's metrics_rollup task on the fresh warehouse, timed step by step."""
+    began = time.monotonic()
+    rolled = roll_up(warehouse, flow)[0]
+    rolled_at = time.monotonic()
+    upkeep = {u.table: u for u in maintain(warehouse)}
+    done = time.monotonic()
+    return {
+        "rollup_seconds": round(rolled_at - began, 1),
+        "rolled_hours": rolled.hours,
+        "hourly_rows": rolled.rows_written,
+        "optimize_vacuum_seconds": round(done - rolled_at, 1),
+        "files": {t: [u.files_before, u.files_after] for t, u in upkeep.items() if t in (METRICS, METRICS_HOURLY)},
+    }
+
+
 def time_requests(client: Any, paths: list[str]) -> dict[str, Any]:
     took = []
     for path in paths:
         began = time.perf_counter()
         response = client.get(path)
         took.append((time.perf_counter() - began) * 1000)
-        assert response.status_code == 200 and response.json()["series"], (path, response.text[:300])
+        body = response.json()
+        assert response.status_code == 200 and (body.get("series") or body.get("topics")), (path, response.text[:300])
     took.sort()
     return {
         "requests": len(took),
@@ -101,8 +123,10 @@ def measure(topics: int, days: int, requests: int) -> dict[str, Any]:
         path = config_file(Path(tmp))
         config = load_config(path)
         began = time.monotonic()
-        rows = write_metrics(Warehouse(config.storage.warehouse), topics, days, int(time.time() * 1000))
+        warehouse = Warehouse(config.storage.warehouse)
+        rows = write_metrics(warehouse, topics, days, int(time.time() * 1000))
         written_s = round(time.monotonic() - began, 1)
+        upkeep = maintenance(warehouse, config.enabled_flows()[0])
         app = create_app(lambda: config, user=lambda: "bench", groups_reader=lambda: None, paused=lambda ids: {})
         client = TestClient(app)
         source, target = FLOW
@@ -119,12 +143,25 @@ def measure(topics: int, days: int, requests: int) -> dict[str, Any]:
             "topic-metrics (upstream), last 7 days": [
                 f"/v2/topic-metrics/{source}/{target}/{t}/record-rate?hours=168&samples=168" for t in pick
             ],
+            "replication topics (the page's table), last 24 h": [f"/v2/replications/{source}/{target}/topics?hours=24"]
+            * requests,
+            "replication topics (the page's table), last 7 days": [
+                f"/v2/replications/{source}/{target}/topics?hours=168"
+            ]
+            * requests,
             f"topic-metrics (upstream), all {days} days": [
                 f"/v2/topic-metrics/{source}/{target}/{t}/record-age-ms?hours={24 * days}&samples=120" for t in pick
             ],
         }
         results = [{"endpoint": name, **time_requests(client, paths)} for name, paths in cases.items()]
-    return {"rows_in_warehouse": rows, "topics": topics, "days": days, "write_seconds": written_s, "endpoints": results}
+    return {
+        "rows_in_warehouse": rows,
+        "topics": topics,
+        "days": days,
+        "write_seconds": written_s,
+        **upkeep,
+        "endpoints": results,
+    }
 
 
 def main() -> None:

@@ -32,6 +32,8 @@ STATUS_READ_S = 10.0  # reading the newest records of an internal topic
 @dataclass
 class FlowHealth:
     flow: str
+    source: str
+    target: str
     state: str = "unknown"
     reason: str = ""
     since: str | None = None  # ISO time the state was entered, when known
@@ -65,7 +67,7 @@ def assess(
 def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> FlowHealth:
     from srm.airflow.defaults import dag_id
 
-    health = FlowHealth(flow.name)
+    health = FlowHealth(flow.name, flow.source, flow.target)
     warehouse = Warehouse(config.storage.warehouse)
     failure = newest(warehouse.read(TASK_FAILURES, flow=flow.name), "failed_at")
     loss = newest(warehouse.read(DATA_LOSS, flow=flow.name), "detected_at")

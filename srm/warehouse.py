@@ -10,13 +10,22 @@ Tables (one folder each under the warehouse root):
   on both clusters, and the checkpoint latency (offset read on the source -> checkpoint written).
 - ``task_failures``: every task of a flow's DAGs that failed for good (no retry left): its error and
   the link to its log (``srm.airflow.failures``).
+- ``replication_metrics_hourly``: ``replication_metrics`` rolled up per flow, source partition and
+  hour (``srm.maintenance.metrics_rollup``): records and bytes summed, latency and record age as
+  record-weighted averages with their weights, the partition's newest lag and when it was measured.
+- ``checkpoint_metrics_hourly``: ``checkpoint_metrics`` per flow, topic and hour: the mean
+  checkpoint latency and how many rows it averages, so that means of several hours stay exact.
 
 Appends carry a Delta application transaction (app id, version): an append whose version is not
 above the table's recorded version for that app id is skipped, so replays never duplicate rows.
+An hourly table's app id ``rollup:<flow>`` has as version the flow's rollup watermark: the index
+(hours since the epoch) of the first hour not rolled up yet. Every earlier hour of the flow is in
+the hourly table; that hour and later ones are only in the raw table.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -30,6 +39,14 @@ SYNC_HISTORY = "offset_sync_history"
 DATA_LOSS = "data_loss"
 CHECKPOINT_METRICS = "checkpoint_metrics"
 TASK_FAILURES = "task_failures"
+METRICS_HOURLY = "replication_metrics_hourly"
+CHECKPOINTS_HOURLY = "checkpoint_metrics_hourly"
+HOUR_MS = 3_600_000
+
+
+def rollup_app_id(flow: str) -> str:
+    """The app id whose version in an hourly table is ``flow``'s rollup watermark (an hour index)."""
+    return f"rollup:{flow}"
 
 
 def _schemas() -> dict[str, Any]:
@@ -121,6 +138,33 @@ def _schemas() -> dict[str, Any]:
                 ("failed_at", ts),
             ]
         ),
+        METRICS_HOURLY: pa.schema(
+            [
+                ("flow", s),
+                ("topic", s),
+                ("partition", pa.int32()),
+                ("target_topic", s),
+                ("hour", ts),  # the hour's start
+                ("rows", i64),  # raw rows rolled up
+                ("records", i64),
+                ("bytes", i64),
+                ("latency_avg_ms", f64),
+                ("latency_records", i64),  # the weight of latency_avg_ms
+                ("record_age_avg_ms", f64),
+                ("record_age_records", i64),
+                ("lag", i64),  # the newest lag of the hour
+                ("lag_at", ts),  # when it was measured (finished_at of its row)
+            ]
+        ),
+        CHECKPOINTS_HOURLY: pa.schema(
+            [
+                ("flow", s),
+                ("topic", s),
+                ("hour", ts),
+                ("latency_avg_ms", f64),
+                ("latency_rows", i64),  # the weight of latency_avg_ms
+            ]
+        ),
     }
 
 
@@ -133,32 +177,61 @@ class Warehouse:
 
     def version(self, table: str, app_id: str) -> int | None:
         """The last version appended under ``app_id``, or None."""
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
-        try:
-            return DeltaTable(self.path(table)).transaction_version(app_id)
-        except TableNotFoundError:
-            return None
+        opened = self._open(table)
+        return opened.transaction_version(app_id) if opened is not None else None
 
     def append(self, table: str, rows: list[dict[str, Any]], app_id: str, version: int) -> bool:
         """Append ``rows`` unless ``version`` was already appended for ``app_id``; True if written."""
         import pyarrow as pa
-        from deltalake import CommitProperties, Transaction, write_deltalake
 
-        done = self.version(table, app_id)
+        return self.append_table(table, pa.Table.from_pylist(rows, schema=_schemas()[table]), app_id, version)
+
+    def append_table(self, table: str, data: Any, app_id: str, version: int) -> bool:
+        """Append the Arrow table ``data`` unless ``version`` was already appended for ``app_id``; True
+        if written."""
+        opened = self._open(table, create=True)
+        done = opened.transaction_version(app_id)
         if done is not None and version <= done:
             return False
-        schema = _schemas()[table]
-        data = pa.Table.from_pylist(rows, schema=schema)
-        locations.ensure(self.root)
-        write_deltalake(
-            self.path(table),
-            data,
-            mode="append",
-            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
-        )
+        self._commit(opened, data, app_id, version)
         return True
+
+    def advance(self, table: str, data: Any, app_id: str, start: int | None, version: int) -> bool:
+        """Append ``data`` as the step of ``app_id`` from version ``start`` (None: its first step) to
+        ``version``; False, and nothing written, when the table's version for ``app_id`` is not
+        ``start`` (another writer took the step)."""
+        opened = self._open(table, create=True)
+        if opened.transaction_version(app_id) != start:
+            return False
+        self._commit(opened, data, app_id, version)
+        return True
+
+    def _open(self, table: str, *, create: bool = False) -> Any:
+        """The table (its latest snapshot); None if it does not exist, unless ``create``."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+        try:
+            return DeltaTable(self.path(table))
+        except TableNotFoundError:
+            if not create:
+                return None
+        locations.ensure(self.root)
+        # An empty table first, so that even the first append has a snapshot to check against
+        # (CommitFailedError: another writer created it at the same moment).
+        with contextlib.suppress(CommitFailedError):
+            DeltaTable.create(self.path(table), _schemas()[table], mode="ignore")
+        return DeltaTable(self.path(table))
+
+    @staticmethod
+    def _commit(opened: Any, data: Any, app_id: str, version: int) -> None:
+        # The check before and this commit share the snapshot ``opened``: a commit under the same
+        # app id in between fails this one (delta-rs' conflict check raises CommitFailedError, a
+        # concurrent transaction) instead of adding the rows twice.
+        from deltalake import CommitProperties, Transaction, write_deltalake
+
+        commit = CommitProperties(app_transactions=[Transaction(app_id, version)])
+        write_deltalake(opened, data, mode="append", commit_properties=commit)
 
     def read(self, table: str, **filters: Any) -> list[dict[str, Any]]:
         """Every row of ``table`` (as dicts) whose columns equal ``filters``; [] if it does not exist."""

@@ -46,3 +46,18 @@ def srm_control(config: Path, *args: str, timeout: float = 600) -> subprocess.Co
     """``srm-control <command> --config <config> <args...>`` as a user runs it, output captured."""
     command = [str(Path(sys.executable).parent / "srm-control"), *args[:1], "--config", str(config), *args[1:]]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def offline_config(folder: Path) -> Path:
+    """``folder/srm.yaml``: one flow west->east between clusters where nothing listens, the warehouse
+    and checkpoints in ``folder`` (for tests of what reads only the warehouse)."""
+    import yaml
+
+    data = {
+        "clusters": {"west": {"bootstrap.servers": "127.0.0.1:1"}, "east": {"bootstrap.servers": "127.0.0.1:2"}},
+        "flows": [{"source": "west", "target": "east"}],
+        "storage": {"warehouse": str(folder / "warehouse"), "checkpoints": str(folder / "checkpoints")},
+    }
+    path = folder / "srm.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path

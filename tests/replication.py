@@ -67,12 +67,20 @@ SINGLE_BROKER = {
 
 
 def make_env(
-    kafka: SrmConfig, tmp: Path, flows: list[dict[str, Any]], *, east: str | None = None, **defaults: Any
+    kafka: SrmConfig,
+    tmp: Path,
+    flows: list[dict[str, Any]],
+    *,
+    east: str | None = None,
+    aliases: tuple[str, str] | None = None,
+    **defaults: Any,
 ) -> Env:
-    """A config with the session's clusters as ``w<token>`` and ``e<token>``; flows use ``west``/``east``.
-    ``east``: bootstrap servers of another cluster to use as ``east``."""
+    """A config with the session's clusters as ``w<token>`` and ``e<token>`` (or ``aliases``: names
+    only one test of the session uses); flows use ``west``/``east``. ``east``: bootstrap servers of
+    another cluster to use as ``east``."""
     token = uuid.uuid4().hex[:6]
-    names = {"west": f"w{token}", "east": f"e{token}"}
+    west_alias, east_alias = aliases or (f"w{token}", f"e{token}")
+    names = {"west": west_alias, "east": east_alias}
     clusters = {
         names[key]: {"bootstrap.servers": cluster.bootstrap_servers}
         for key, cluster in zip(("west", "east"), kafka.clusters[:2], strict=True)

@@ -132,6 +132,25 @@ def write_srm_meta(config_file: str, source: str, target: str) -> int:
 
 
 @task
+def metrics_rollup(config_file: str, source: str, target: str) -> dict[str, Any]:
+    """The flow's hourly metrics rollups, then OPTIMIZE and VACUUM of the metrics tables (each at
+    most once an hour, whichever flow's DAG comes first). Only the warehouse: no cluster needed."""
+    from srm.maintenance.compaction import maintain
+    from srm.maintenance.metrics_rollup import roll_up
+    from srm.warehouse import Warehouse
+
+    config, flow = _flow(config_file, source, target)
+    warehouse = Warehouse(config.storage.warehouse)
+    rolled = roll_up(warehouse, flow)
+    upkeep = maintain(warehouse)
+    log.info("metrics rollup of %s and upkeep of the metrics tables:", flow.name)
+    for line in (*rolled, *upkeep):
+        log.info("  %s", line)
+    maintained = [u.table for u in upkeep if not u.skipped]
+    return {"rolled_hours": {r.table: r.hours for r in rolled}, "maintained": maintained}
+
+
+@task
 def emit_heartbeats(config_file: str, source: str, target: str, duration_seconds: Any) -> int:
     from srm.heartbeats import emit, heartbeat_pairs
 

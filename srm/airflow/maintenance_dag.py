@@ -1,4 +1,5 @@
-"""``<source>_to_<target>.maintenance``: internal topics, remote topics, configs, ACLs, srm-meta."""
+"""``<source>_to_<target>.maintenance``: internal topics, remote topics, configs, ACLs, srm-meta, and
+the hourly metrics rollup with the metrics tables' compaction."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any
 from srm.airflow import callables
 from srm.airflow.defaults import flow_dag
 from srm.config.model import Flow
+from srm.maintenance.metrics_rollup import GRACE_MARGIN_S
 
+# The Kafka steps, in order: each needs the one before (a wrong internal topic stops the rest).
 STEPS = [
     ("validate_internal_topics", callables.validate_internal_topics),
     ("remote_topics", callables.ensure_remote_topics),
@@ -16,6 +19,9 @@ STEPS = [
     ("sync_topic_acls", callables.sync_topic_acls),
     ("srm_meta", callables.write_srm_meta),
 ]
+# Steps on the warehouse only, beside the Kafka steps rather than after them: a cluster that is down
+# fails those and holds up none of these.
+WAREHOUSE_STEPS = [("metrics_rollup", callables.metrics_rollup)]
 
 
 def maintenance_dag(flow: Flow, config_file: str) -> Any:
@@ -33,6 +39,12 @@ Every {s.refresh_topics_interval_seconds} s (`refresh.topics.interval.seconds`):
 3. **sync_topic_configs** — remote topic configs follow the source's (`config.properties.exclude` untouched).
 4. **sync_topic_acls** — topic ACLs mirrored (never ALLOW WRITE; ALLOW ALL becomes READ).
 5. **srm_meta** — `srm-meta.internal` on {flow.target} lists every replicated topic pair.
+
+Beside them, independent of the clusters (it runs when one is down):
+- **metrics_rollup** — the flow's metrics rolled up per hour into `replication_metrics_hourly` and
+  `checkpoint_metrics_hourly` (every complete hour that ended over {s.task_lease_seconds + GRACE_MARGIN_S} s ago), which
+  the REST API reads for windows with samples of an hour or more; then OPTIMIZE and VACUUM (7 days' retention)
+  of the four metrics tables, each at most once an hour whichever flow's DAG comes first.
 """
     with flow_dag(
         flow,
@@ -43,9 +55,11 @@ Every {s.refresh_topics_interval_seconds} s (`refresh.topics.interval.seconds`):
         dagrun_timeout=timedelta(minutes=30),
     ) as dag:
         kwargs = {"config_file": config_file, "source": flow.source, "target": flow.target}
-        tasks = [
-            PythonOperator(task_id=name, python_callable=fn, op_kwargs=kwargs, execution_timeout=timedelta(minutes=10))
-            for name, fn in STEPS
-        ]
-        chain(*tasks)
+        tasks = {
+            name: PythonOperator(
+                task_id=name, python_callable=fn, op_kwargs=kwargs, execution_timeout=timedelta(minutes=10)
+            )
+            for name, fn in STEPS + WAREHOUSE_STEPS
+        }
+        chain(*(tasks[name] for name, _ in STEPS))
     return dag

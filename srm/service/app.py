@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
 from srm.airflow.defaults import dag_id
 from srm.config import load_config
@@ -23,9 +24,11 @@ from srm.health import flow_health
 from srm.offsets.api import Direction, translate
 from srm.service import metrics
 from srm.service.series import MAX_SAMPLES, Window
+from srm.service.topic_summary import topic_summary
 from srm.warehouse import Warehouse
 
 DEFAULT_MINUTES = 60
+UI = FilePath(__file__).with_name("ui")  # the Replications page: static files that read only this API
 MAX_HOURS = 24 * 90
 
 
@@ -74,6 +77,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _bad_request)  # type: ignore[arg-type]
     app.include_router(_routes(), dependencies=[Depends(user)])
     app.include_router(_translation(), dependencies=[Depends(user), Depends(groups_reader)])
+    app.include_router(_page(), dependencies=[Depends(user)])
     return app
 
 
@@ -172,6 +176,34 @@ def _routes() -> APIRouter:
         dags = {dag_id(f, "replicate"): f for f in config.enabled_flows()}
         paused = request.app.state.paused(list(dags))
         return {"replications": [flow_health(config, f, paused.get(d)).as_dict() for d, f in dags.items()]}
+
+    @router.get(
+        "/replications/{source}/{target}/topics",
+        summary="Per topic of a flow, in the window: records, bytes, their rates, latency, record age, last copy",
+    )
+    def replication_topics(source: str, target: str, span: WindowDep, config: ConfigDep) -> Any:
+        flow = _flow(config, source, target)
+        topics = topic_summary(Warehouse(config.storage.warehouse), flow, span)
+        return {"flow": flow.name, "from": span.start_ms, "to": span.end_ms, "topics": topics}
+
+    return router
+
+
+def _page() -> APIRouter:
+    """The Replications page's files (the Airflow UI shows the page in its navigation)."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/ui")
+    def page_root() -> RedirectResponse:
+        return RedirectResponse("ui/")  # relative: the page's own links are relative to its folder
+
+    @router.get("/ui/{name:path}")
+    def page_file(name: str) -> FileResponse:
+        root = UI.resolve()
+        path = (root / (name or "index.html")).resolve()
+        if not path.is_relative_to(root) or not path.is_file():
+            raise HTTPException(404, f"no file {name!r} in the Replications page")
+        return FileResponse(path, headers={"Cache-Control": "no-cache"})
 
     return router
 

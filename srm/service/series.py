@@ -11,11 +11,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from srm.warehouse import HOUR_MS
+
 # How rows of one sample combine into its value:
 #   rate     - sum of values / sample seconds (records or bytes per second)
 #   weighted - average of values weighted by their records (latency, record age)
-#   mean     - plain average (checkpoint latency: one row per group partition)
-#   gauge    - per key the newest value, summed over keys (lag of every partition)
+#   mean     - average of rows (checkpoint latency: one row per group partition); a row's weight is
+#              how many rows it stands for (1, or an hour's count in the hourly rollup)
+#   gauge    - per key the newest value (of values at the same time, the largest), summed over keys
+#              (lag of every partition)
+# Each combines partial results exactly: an hour's rows rolled up into a sum, a weighted average
+# with its weight or the newest value with its time sample as those rows would.
 Combine = Literal["rate", "weighted", "mean", "gauge"]
 Row = tuple[int, str, float, float]
 MAX_SAMPLES = 1000
@@ -35,6 +41,25 @@ class Window:
         if not self.start_ms <= time_ms < self.end_ms:
             return None
         return (time_ms - self.start_ms) // self.step_ms
+
+    @property
+    def whole_hours(self) -> bool:
+        """Whether every sample is whole hours: samples an hourly rollup can serve."""
+        return self.start_ms % HOUR_MS == 0 and self.step_ms % HOUR_MS == 0
+
+
+def in_hours(window: Window) -> Window | None:
+    """``window`` in whole hours when its samples span an hour or more, else None: the start floored
+    to the hour, the step rounded up to whole hours and the end where the last sample ends (at or
+    after the asked end). Flooring the start may add a sample; past MAX_SAMPLES the step grows."""
+    if window.step_ms < HOUR_MS:
+        return None
+    start = window.start_ms // HOUR_MS * HOUR_MS
+    step = -(-window.step_ms // HOUR_MS) * HOUR_MS
+    while -(-(window.end_ms - start) // step) > MAX_SAMPLES:
+        step += HOUR_MS
+    samples = -(-(window.end_ms - start) // step)
+    return Window(start, start + samples * step, samples)
 
 
 def sample(rows: Iterable[Row], window: Window, combine: Combine) -> list[tuple[int, float]]:
@@ -72,9 +97,10 @@ def sample_arrays(columns: tuple[Any, Any, Any, Any], window: Window, combine: C
         total, weighted = per_sample(weights), per_sample(weights * values)
         result = np.divide(weighted, total, out=np.zeros(window.samples), where=total > 0)
     elif combine == "mean":
-        result = np.divide(per_sample(values), counts, out=np.zeros(window.samples), where=counts > 0)
-    else:  # gauge: per sample and key the newest value, summed over keys
-        order = np.lexsort((times, keys, index))
+        rows = per_sample(weights)
+        result = np.divide(per_sample(weights * values), rows, out=np.zeros(window.samples), where=rows > 0)
+    else:  # gauge: per sample and key the newest value (ties: the largest), summed over keys
+        order = np.lexsort((values, times, keys, index))
         index, keys, values = index[order], keys[order], values[order]
         last = np.ones(len(index), dtype=bool)
         last[:-1] = (index[1:] != index[:-1]) | (keys[1:] != keys[:-1])

@@ -3,14 +3,6 @@ simple auth manager with users, not all-admins), a flow that just replicated, it
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,71 +13,12 @@ from srm import clients
 from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
 from srm.topics import ensure_topic
+from tests.airflow_api import PASSWORD, ApiServer
 from tests.checkpointing import commit, read_from
-from tests.conftest import free_ports
 from tests.helpers import produce
 from tests.replication import Env, contents, make_env, replicate, sequenced
 
 pytestmark = pytest.mark.integration
-START_TIMEOUT_S = 180
-PASSWORD = "ops-password"
-
-
-class ApiServer:
-    def __init__(self, airflow: LocalAirflow, folder: Path) -> None:
-        self.airflow = airflow
-        self.port = free_ports(1)[0]
-        self.url = f"http://127.0.0.1:{self.port}"
-        passwords = folder / "passwords.json"
-        passwords.write_text(json.dumps({"ops": PASSWORD}))
-        env = {
-            **airflow.env(),
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "ops:viewer",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
-        }
-        command = [str(Path(sys.executable).parent / "airflow"), "api-server", "--port", str(self.port)]
-        command += ["--host", "127.0.0.1", "--workers", "1"]
-        self.log = folder / "api-server.log"
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(
-                command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
-
-    def wait(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5):
-                    return
-            except OSError:
-                time.sleep(1)
-        raise AssertionError(f"the API server did not answer in {START_TIMEOUT_S} s:\n{self.log.read_text()[-3000:]}")
-
-    def token(self, user: str, password: str) -> str:
-        body = json.dumps({"username": user, "password": password}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/auth/token", body, {"Content-Type": "application/json"}, method="POST"
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return str(json.loads(response.read())["access_token"])
-
-    def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        try:
-            with urllib.request.urlopen(urllib.request.Request(self.url + path, headers=headers), timeout=60) as r:
-                return r.status, json.loads(r.read()) if "json" in r.headers.get("Content-Type", "") else r.read()
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null")
-
-    def stop(self) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
 
 
 @pytest.fixture

@@ -1,0 +1,138 @@
+"""The REST app without Kafka or Airflow: the per-topic table over warehouse rows, the Replications
+page's files, and that every route asks the auth dependency first."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import HTTPException
+from fastapi.testclient import TestClient
+
+from srm.config import load_config
+from srm.service.app import create_app
+from srm.warehouse import METRICS, Warehouse
+from tests.helpers import offline_config
+
+
+def config_file(tmp_path: Path) -> Path:
+    return offline_config(tmp_path)
+
+
+def row(topic: str, partition: int, records: int, latency: float | None, seconds_ago: float) -> dict[str, Any]:
+    at = datetime.fromtimestamp(time.time() - seconds_ago, UTC)
+    return {
+        "flow": "west->east",
+        "topic": topic,
+        "partition": partition,
+        "target_topic": f"west.{topic}",
+        "records": records,
+        "bytes": records * 100,
+        "latency_avg_ms": latency,
+        "record_age_avg_ms": None if latency is None else latency / 2,
+        "started_at": at,
+        "finished_at": at,
+    }
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> TestClient:
+    path = config_file(tmp_path)
+    rows = [
+        row("orders", 0, 100, 10.0, 120),
+        row("orders", 1, 300, 30.0, 60),
+        row("orders", 0, 0, None, 30),  # an idle batch: no latency, weighs nothing
+        row("orders", 0, 50, 5.0, 3 * 3600),  # outside a one-hour window
+        row("payments", 0, 10, 100.0, 10),
+    ]
+    Warehouse(tmp_path / "warehouse").append(METRICS, rows, "test", 1)
+    app = create_app(config=lambda: load_config(path), user=lambda: None, groups_reader=lambda: None)
+    return TestClient(app)
+
+
+def test_the_topic_table_sums_records_and_weighs_latency_by_records_inside_the_window(client: TestClient) -> None:
+    response = client.get("/v2/replications/west/east/topics?minutes=60")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    topics = {t["topic"]: t for t in body["topics"]}
+    assert sorted(topics) == ["orders", "payments"]
+    orders = topics["orders"]
+    assert (orders["remote_topic"], orders["records"], orders["bytes"]) == ("west.orders", 400, 40_000)
+    assert orders["latency_avg_ms"] == pytest.approx((100 * 10.0 + 300 * 30.0) / 400)
+    assert orders["record_age_avg_ms"] == pytest.approx((100 * 5.0 + 300 * 15.0) / 400)
+    assert orders["record_rate"] == pytest.approx(400 / ((body["to"] - body["from"]) / 1000))
+    assert topics["payments"]["records"] == 10
+    whole = {t["topic"]: t["records"] for t in client.get("/v2/replications/west/east/topics?hours=4").json()["topics"]}
+    assert whole["orders"] == 450
+
+
+def test_the_topic_table_reads_rolled_up_hours_from_the_rollup_with_the_same_figures(tmp_path: Path) -> None:
+    from srm.maintenance.metrics_rollup import roll_up
+
+    path = config_file(tmp_path)
+    config = load_config(path)
+    warehouse = Warehouse(config.storage.warehouse)
+    rows = [row(t, p, 10 + 7 * i + p, 5.0 + i, 600 * i + 37) for i in range(40) for t in ("a", "b") for p in range(2)]
+    rows += [row("a", 0, 0, None, 5000), row("b", 1, 3, None, 7000)]  # no latency: weighs nothing
+    warehouse.append(METRICS, rows, "test", 1)
+    client = TestClient(create_app(config=lambda: config, user=lambda: None, groups_reader=lambda: None))
+
+    def table() -> dict[str, Any]:
+        found = client.get("/v2/replications/west/east/topics?hours=5").json()["topics"]
+        return {t["topic"]: {k: v for k, v in t.items() if k not in ("record_rate", "byte_rate")} for t in found}
+
+    raw = table()
+    rolled = roll_up(warehouse, config.enabled_flows()[0])
+    assert rolled[0].hours >= 4 and rolled[0].rows_written > 0, rolled  # hours inside the window rolled up
+    mixed = table()
+    assert mixed.keys() == raw.keys() == {"a", "b"}
+    for topic, figures in raw.items():
+        assert mixed[topic]["records"] == figures["records"] and mixed[topic]["bytes"] == figures["bytes"]
+        assert mixed[topic]["latency_avg_ms"] == pytest.approx(figures["latency_avg_ms"])
+        assert mixed[topic]["record_age_avg_ms"] == pytest.approx(figures["record_age_avg_ms"])
+        assert mixed[topic]["last_copied_at"] == figures["last_copied_at"]
+
+
+def test_the_topic_table_of_an_unknown_flow_is_a_404(client: TestClient) -> None:
+    response = client.get("/v2/replications/east/west/topics")
+    assert response.status_code == 404 and "no flow east->west" in response.json()["detail"]
+    response = client.get("/v2/replications/west/nowhere/topics")
+    assert response.status_code == 404 and "unknown cluster 'nowhere'" in response.json()["detail"]
+
+
+def test_the_page_serves_its_files_and_nothing_outside_its_folder(client: TestClient) -> None:
+    page = client.get("/ui/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert 'src="replications.js"' in page.text and 'src="vendor/uPlot.iife.min.js"' in page.text
+    for name, kind in {
+        "replications.js": "javascript",
+        "replications.css": "css",
+        "vendor/uPlot.iife.min.js": "javascript",
+    }.items():
+        response = client.get(f"/ui/{name}")
+        assert response.status_code == 200 and kind in response.headers["content-type"], name
+    assert client.get("/ui", follow_redirects=False).headers["location"] == "ui/"
+    for outside in ("%2e%2e/app.py", "..%2fapp.py", "nothing.js"):
+        response = client.get(f"/ui/{outside}")
+        assert response.status_code == 404 and "in the Replications page" in response.json()["detail"], outside
+    assert not any(path.startswith("/ui") for path in client.get("/openapi.json").json()["paths"])
+
+
+def test_every_route_needs_the_airflow_user_first(tmp_path: Path) -> None:
+    def nobody() -> None:
+        raise HTTPException(401, "Not authenticated")
+
+    path = config_file(tmp_path)
+    client = TestClient(create_app(config=lambda: load_config(path), user=nobody, groups_reader=lambda: None))
+    for route in (
+        "/ui/",
+        "/ui/replications.js",
+        "/v2/replications",
+        "/v2/replications/west/east/topics",
+        "/v2/cluster-metrics/west/east/record-rate",
+        "/v2/translate?source=west&target=east&group=g",
+    ):
+        assert client.get(route).status_code == 401, route
