@@ -49,6 +49,16 @@ def rollup_app_id(flow: str) -> str:
     return f"rollup:{flow}"
 
 
+def in_window(flow: str, column: str, start_ms: int, end_ms: int) -> Any:
+    """The Arrow filter for rows of ``flow`` whose timestamp ``column`` is in [start_ms, end_ms),
+    pushed down into a Delta scan (files and row groups outside are skipped by their statistics)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    start, end = (pa.scalar(ms, pa.timestamp("ms", tz="UTC")) for ms in (start_ms, end_ms))
+    return (pc.field("flow") == flow) & (pc.field(column) >= start) & (pc.field(column) < end)
+
+
 def _schemas() -> dict[str, Any]:
     import pyarrow as pa
 
@@ -184,16 +194,11 @@ class Warehouse:
         """Append ``rows`` unless ``version`` was already appended for ``app_id``; True if written."""
         import pyarrow as pa
 
-        return self.append_table(table, pa.Table.from_pylist(rows, schema=_schemas()[table]), app_id, version)
-
-    def append_table(self, table: str, data: Any, app_id: str, version: int) -> bool:
-        """Append the Arrow table ``data`` unless ``version`` was already appended for ``app_id``; True
-        if written."""
         opened = self._open(table, create=True)
         done = opened.transaction_version(app_id)
         if done is not None and version <= done:
             return False
-        self._commit(opened, data, app_id, version)
+        self._commit(opened, pa.Table.from_pylist(rows, schema=_schemas()[table]), app_id, version)
         return True
 
     def advance(self, table: str, data: Any, app_id: str, start: int | None, version: int) -> bool:

@@ -31,6 +31,7 @@ from srm.warehouse import (
     METRICS_HOURLY,
     Warehouse,
     _schemas,
+    in_window,
     rollup_app_id,
 )
 
@@ -212,12 +213,7 @@ def _first_hour(raw: Any, flow: str, column: str) -> int | None:
 
 
 def _read(raw: Any, flow: str, rollup: Rollup, start: int, end: int) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    first = pa.scalar(start * HOUR_MS, pa.timestamp("ms", tz="UTC"))
-    last = pa.scalar(end * HOUR_MS, pa.timestamp("ms", tz="UTC"))
-    condition = (pc.field("flow") == flow) & (pc.field(rollup.time) >= first) & (pc.field(rollup.time) < last)
+    condition = in_window(flow, rollup.time, start * HOUR_MS, end * HOUR_MS)
     # Single-threaded: see Warehouse.read (a threaded scan aborts the interpreter at exit).
     return raw.to_table(columns=list(rollup.columns), filter=condition, use_threads=False)
 

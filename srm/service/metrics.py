@@ -22,6 +22,7 @@ from srm.warehouse import (
     METRICS,
     METRICS_HOURLY,
     Warehouse,
+    in_window,
     rollup_app_id,
 )
 
@@ -182,9 +183,7 @@ def _scan(dataset: Any, flow: Flow, source: Source, span: tuple[int, int], topic
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    start, end = (pa.scalar(ms, pa.timestamp("ms", tz="UTC")) for ms in span)
-    condition = (pc.field("flow") == flow.name) & (pc.field(source.time) >= start) & (pc.field(source.time) < end)
-    condition &= pc.field(source.column).is_valid()
+    condition = in_window(flow.name, source.time, *span) & pc.field(source.column).is_valid()
     if topic is not None:
         condition &= pc.field(topic[0]) == topic[1]
     # Single-threaded: see Warehouse.read (a threaded scan aborts the interpreter at exit).

@@ -15,7 +15,7 @@ from typing import Any
 from srm.config.model import Flow
 from srm.service.metrics import TABLES
 from srm.service.series import Window
-from srm.warehouse import HOUR_MS, METRICS, METRICS_HOURLY, Warehouse, rollup_app_id
+from srm.warehouse import HOUR_MS, METRICS, METRICS_HOURLY, Warehouse, in_window, rollup_app_id
 
 # Per table: (records, bytes, latency, its weight, record age, its weight, time of the row).
 RAW = ("records", "bytes", "latency_avg_ms", "records", "record_age_avg_ms", "records", "finished_at")
@@ -73,9 +73,7 @@ def _read(dataset: Any, flow: Flow, time: str, columns: tuple[str, ...], span: t
     start_ms, end_ms = span
     if dataset is None or end_ms <= start_ms:
         return None
-    start = pa.scalar(start_ms, pa.timestamp("ms", tz="UTC"))
-    end = pa.scalar(end_ms, pa.timestamp("ms", tz="UTC"))
-    condition = (pc.field("flow") == flow.name) & (pc.field(time) >= start) & (pc.field(time) < end)
+    condition = in_window(flow.name, time, start_ms, end_ms)
     wanted = sorted({"topic", "target_topic", *columns})
     table = dataset.to_table(columns=wanted, filter=condition, use_threads=False)
     records, size, latency, latency_weight, age, age_weight, last_at = columns
