@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install browser jars spark-jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick
+.PHONY: help install browser jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -48,16 +48,6 @@ $(JVM_CACHE)/kafka/.resolved: conf/jvm/kafka/pom.xml
 	rm -rf $(JVM_CACHE)/kafka && mkdir -p $(JVM_CACHE)/kafka
 	$(MVN) -f conf/jvm/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
 	    -DoutputDirectory=$(CURDIR)/$(JVM_CACHE)/kafka
-	touch $@
-
-spark-jars: $(JVM_CACHE)/spark-kafka/.resolved  ## resolve Spark's Kafka connector (spark-sql-kafka-0-10) jars
-
-$(JVM_CACHE)/spark-kafka/.resolved: conf/jvm/spark-kafka/pom.xml
-	rm -rf $(JVM_CACHE)/spark-kafka && mkdir -p $(JVM_CACHE)/spark-kafka
-	@# pyspark ships Hadoop, Scala, SLF4J, Snappy, LZ4 and spark-tags itself: keep only one copy.
-	$(MVN) -f conf/jvm/spark-kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-	    -DexcludeArtifactIds=hadoop-client-api,hadoop-client-runtime,scala-library,slf4j-api,snappy-java,lz4-java,spark-tags_2.13 \
-	    -DoutputDirectory=$(CURDIR)/$(JVM_CACHE)/spark-kafka
 	touch $@
 
 # --- local clusters -----------------------------------------------------------------------------

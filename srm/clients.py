@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import SecretStr
 
 from srm.config.model import Cluster
-from srm.config.secrets import is_secret_key, resolve_references
+from srm.config.secrets import is_secret, resolve_references
 from srm.errors import ClusterUnreachableError, SrmError
 
 Role = Literal["producer", "consumer", "admin"]
@@ -35,14 +35,18 @@ def client_settings(cluster: Cluster, role: Role, **overrides: Any) -> dict[str,
         settings.update(connection_settings(cluster.connection_id))
     if cluster.bootstrap_servers:
         settings["bootstrap.servers"] = cluster.bootstrap_servers
+    secret = {key for key, value in settings.items() if is_secret(key, value)}
     for block in (cluster.client, getattr(cluster, role)):
         for key, value in block.items():
+            if is_secret(key, value):  # a SecretStr, or a reference whatever its key
+                secret.add(key)
             plain = value.get_secret_value() if isinstance(value, SecretStr) else value
             settings[key] = resolve_references(plain, f"cluster {cluster.alias}, {key}")
     settings.update(overrides)
+    secret |= {key for key, value in overrides.items() if is_secret(key, value)}
     if not settings.get("bootstrap.servers"):
         raise SrmError(f"cluster {cluster.alias}: no bootstrap servers (set bootstrap.servers or connection_id)")
-    _mask_for_airflow(settings)
+    _mask_for_airflow(settings, secret)
     return settings
 
 
@@ -64,13 +68,14 @@ def connection_settings(connection_id: str) -> dict[str, Any]:
     return settings
 
 
-def _mask_for_airflow(settings: dict[str, Any]) -> None:
+def _mask_for_airflow(settings: dict[str, Any], secret: set[str]) -> None:
+    """Register the values of ``secret`` keys (judged before their references were resolved)."""
     if "airflow.sdk" not in sys.modules:
         return
     from airflow.sdk.log import mask_secret
 
     for key, value in settings.items():
-        if is_secret_key(key) and isinstance(value, str) and value:
+        if key in secret and isinstance(value, str) and value:
             mask_secret(value, key)
 
 

@@ -7,16 +7,18 @@ starts or a coordinator moves and clear within seconds.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TypeVar
+
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from srm.errors import ClusterUnreachableError, SrmError
 
 T = TypeVar("T")
 # Coordinator loads and leader elections on a healthy cluster finish within seconds.
 RETRY_FOR_S = 30.0
-BACKOFF_S = 0.2
+BACKOFF_S = 0.2  # the first wait; doubled after each attempt, up to MAX_BACKOFF_S
+MAX_BACKOFF_S = 2.0
 
 
 def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S) -> T:
@@ -24,20 +26,18 @@ def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S) -
     ClusterUnreachableError), others raise SrmError."""
     from confluent_kafka import KafkaException
 
-    deadline = time.monotonic() + timeout_s
-    backoff = BACKOFF_S
-    while True:
-        try:
-            return call()
-        except KafkaException as exc:
-            error = exc.args[0]
-            retriable = _retriable(error)
-            if retriable and time.monotonic() < deadline:
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
-                continue
-            detail = error.str() if hasattr(error, "str") else str(error)
-            raise (ClusterUnreachableError if retriable else SrmError)(f"{what}: {detail}") from None
+    attempts = Retrying(
+        retry=retry_if_exception(lambda exc: isinstance(exc, KafkaException) and _retriable(exc.args[0])),
+        stop=stop_after_delay(timeout_s),
+        wait=wait_exponential(multiplier=BACKOFF_S, min=BACKOFF_S, max=MAX_BACKOFF_S),
+        reraise=True,
+    )
+    try:
+        return attempts(call)
+    except KafkaException as exc:
+        error = exc.args[0]
+        detail = error.str() if hasattr(error, "str") else str(error)
+        raise (ClusterUnreachableError if _retriable(error) else SrmError)(f"{what}: {detail}") from None
 
 
 def _retriable(error: object) -> bool:

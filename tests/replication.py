@@ -199,3 +199,47 @@ def seq_of(record: tuple[Any, ...]) -> int:
     if record[0] is not None:
         return int(record[0][1:])
     return int(json.loads(record[1].rstrip(b"."))["seq"])
+
+
+def produce_transactions(
+    cluster: Cluster, topic: str, batches: list[list[dict[str, Any]]], abort: set[int], transactional_id: str
+) -> set[int]:
+    """Write each batch in a transaction of its own, aborting the batches whose index is in ``abort``.
+
+    Returns the indexes of the batches that were committed. Now and then the broker answers a
+    producer's EndTxn with INVALID_TXN_STATE (confluentinc/librdkafka#4849), a fatal error for that
+    producer. A new producer with the same transactional id then fences the old one and aborts what it
+    left open, so such a batch counts as aborted unless it can be read back committed from the topic.
+    """
+    from confluent_kafka import KafkaException
+
+    producer, committed, uncertain = _transactional(cluster, transactional_id), set(), set()
+    for index, batch in enumerate(batches):
+        try:
+            producer.begin_transaction()
+            for record in batch:
+                producer.produce(topic, **record)
+            if index in abort:
+                producer.abort_transaction(30)
+            else:
+                producer.commit_transaction(30)
+                committed.add(index)
+        except KafkaException as e:
+            if not e.args[0].fatal():
+                raise
+            producer = _transactional(cluster, transactional_id)
+            uncertain |= set() if index in abort else {index}
+    if uncertain:
+        present = {seq_of(r) for records in contents(cluster, topic).values() for r in records}
+        committed |= {i for i in uncertain if seq_of(as_row(batches[i][0])) in present}
+    return committed
+
+
+def _transactional(cluster: Cluster, transactional_id: str) -> Any:
+    producer = clients.producer(cluster, **{"transactional.id": transactional_id})
+    producer.init_transactions(30)
+    return producer
+
+
+def as_row(record: dict[str, Any]) -> tuple[Any, ...]:
+    return (record["key"], record["value"], record["headers"], record["timestamp"])

@@ -81,16 +81,25 @@ class ReplicationPolicy(ABC):
     def is_checkpoints_topic(self, topic: str) -> bool:
         return topic.endswith(self._checkpoints_suffix())
 
+    # Source: Kafka 4.3.1 DefaultReplicationPolicy.isMM2InternalTopic and
+    # ReplicationPolicy.isInternalTopic. MM2 2.x also treated any topic ending in ".internal" or
+    # "-internal" as internal; 3.x/4.x do not, so "orders.internal" is replicated.
     def is_mm2_internal_topic(self, topic: str) -> bool:
-        return topic.endswith(self._internal_separator + "internal")
+        """MM2's own topics: ``mm2*<internal separator>internal`` (offset syncs, Connect's
+        ``mm2-offsets/configs/status``) and checkpoints topics."""
+        return (
+            topic.startswith("mm2") and topic.endswith(self._internal_separator + "internal")
+        ) or self.is_checkpoints_topic(topic)
+
+    def is_srm_internal_topic(self, topic: str) -> bool:
+        """This project's own topics, the counterpart of MM2's ``mm2*`` ones: ``srm*`` ending in
+        ``<internal separator>internal`` (``srm-offset-syncs``, ``srm-offsets``) or ``.internal``
+        (the fixed names ``srm-meta``, ``srm-owners``, ``srm-control``, whatever the separator)."""
+        return topic.startswith("srm") and topic.endswith((self._internal_separator + "internal", ".internal"))
 
     def is_internal_topic(self, topic: str) -> bool:
-        """Internal topics are never replicated (MM2's rule, plus this policy's own suffix)."""
-        return (
-            self.is_mm2_internal_topic(topic)
-            or topic.endswith((".internal", "-internal"))
-            or topic.startswith(("__", "."))
-        )
+        """Internal topics are never replicated: Kafka's (``__*``, ``.*``), MM2's and ours."""
+        return topic.startswith(("__", ".")) or self.is_mm2_internal_topic(topic) or self.is_srm_internal_topic(topic)
 
     def _checkpoints_suffix(self) -> str:
         sep = self._internal_separator

@@ -7,6 +7,7 @@ hide the others (``strict=True``, used by tests and ``srm-control validate``, ma
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,15 @@ from srm.airflow.heartbeats_dag import heartbeats_dag
 from srm.airflow.maintenance_dag import maintenance_dag
 from srm.airflow.replicate_dag import replicate_dag
 from srm.config import load_config
+from srm.config.model import Flow
 
 log = logging.getLogger(__name__)
 BUILDERS = (replicate_dag, checkpoints_dag, maintenance_dag, heartbeats_dag)
+
+
+def builders(flow: Flow) -> list[Callable[[Flow, str], Any]]:
+    """The DAG builders of ``flow``: no checkpoints DAG when ``emit.checkpoints.enabled`` is false."""
+    return [b for b in BUILDERS if b is not checkpoints_dag or flow.settings.emit_checkpoints_enabled]
 
 
 def build_dags(config_file: str | Path | None = None, *, strict: bool = False) -> dict[str, Any]:
@@ -27,7 +34,7 @@ def build_dags(config_file: str | Path | None = None, *, strict: bool = False) -
     path = str(Path(config.file).resolve())
     dags: dict[str, Any] = {}
     for flow in config.enabled_flows():
-        for build in BUILDERS:
+        for build in builders(flow):
             dag = build(flow, path)
             dags[dag.dag_id] = dag
     failover = failover_dag(config, path)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, f
 
 from srm.config.librdkafka import setting_problem
 from srm.config.model import ClientValue, Cluster, LocalBroker
-from srm.config.secrets import check_references, is_secret_key
+from srm.config.secrets import check_references, is_secret
 from srm.config.settings import PartialSettings
 
 ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -139,7 +139,7 @@ def _secured_client_problems(client: dict[str, str]) -> list[tuple[tuple[str, ..
 
 
 def _secure(settings: dict[str, str]) -> dict[str, ClientValue]:
-    return {k: SecretStr(v) if is_secret_key(k) else v for k, v in settings.items()}
+    return {k: SecretStr(v) if is_secret(k, v) else v for k, v in settings.items()}
 
 
 def to_cluster(alias: str, spec: ClusterSpec, line: int | None) -> Cluster:

@@ -16,7 +16,7 @@ import yaml
 
 from srm.config.clientprops import ClientMapper
 from srm.config.properties import Property, parse_properties
-from srm.config.settings import FlowSettings, option_names
+from srm.config.settings import ALWAYS_ON, TIED_INTERVALS, FlowSettings, option_names
 from srm.errors import SrmError
 
 OPTIONS = set(option_names()) - {"enabled", "mode", "schedule", "start", "exactly_once", "on_data_loss"}
@@ -25,6 +25,8 @@ RENAMED = {
     "groups.blacklist": "groups.exclude",
     "config.properties.blacklist": "config.properties.exclude",
 }
+# Handled (with a warning where needed) by _option although nothing is mapped.
+SETTLED = {"replication.policy.class", *TIED_INTERVALS, *ALWAYS_ON}
 LIST_OPTIONS = {"topics", "topics.exclude", "groups", "groups.exclude", "config.properties.exclude"}
 POLICIES = {
     "org.apache.kafka.connect.mirror.DefaultReplicationPolicy": "default",
@@ -116,6 +118,14 @@ class _Importer:
                 )
                 return None
             return name, POLICIES[prop.value]
+        if name in TIED_INTERVALS:
+            leader, why = TIED_INTERVALS[name]
+            self.warn(prop, f"{why}, every {leader} here; not mapped")
+            return None
+        if name in ALWAYS_ON:
+            if prop.value.strip().lower() != "true":
+                self.warn(prop, f"false is not supported: {ALWAYS_ON[name]}; not mapped")
+            return None
         if name not in OPTIONS:
             return None
         return name, _typed(name, prop.value)
@@ -128,7 +138,7 @@ class _Importer:
             self.global_client.append(prop)
         elif prop.key.startswith(WORKER_PREFIXES):
             self.warn(prop, "Kafka Connect worker setting; not needed here, ignored")
-        elif prop.key not in RENAMED and prop.key != "replication.policy.class":
+        elif prop.key not in RENAMED and prop.key not in SETTLED:
             self.warn(prop, "not an MM2 option this project knows; not mapped")
 
     def _cluster_property(self, alias: str, name: str, prop: Property) -> None:
@@ -159,7 +169,7 @@ class _Importer:
             flow[option[0]] = option[1]
         elif name.split(".", 1)[0] in ("producer", "consumer", "admin", "source", "target"):
             self.warn(prop, "per-flow client overrides are not supported; set them on the cluster")
-        elif name != "replication.policy.class":
+        elif name not in SETTLED:
             self.warn(prop, "not an MM2 option this project knows; not mapped")
 
     def _assemble(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 # MM2 defaults (Kafka 4.x MirrorSourceConfig / MirrorCheckpointConfig / DefaultTopicFilter ...).
-DEFAULT_TOPICS_EXCLUDE = (r".*[\-\.]internal", r".*\.replica", r"__.*")
+DEFAULT_TOPICS_EXCLUDE = (r"mm2.*\.internal", r".*\.replica", r"__.*")  # Kafka 4.3.1 DefaultTopicFilter
 DEFAULT_GROUPS_EXCLUDE = (r"console-consumer-.*", r"connect-.*", r"__.*")
 DEFAULT_CONFIG_PROPERTIES_EXCLUDE = (
     r"follower\.replication\.throttled\.replicas",
@@ -28,6 +28,35 @@ DEFAULT_CONFIG_PROPERTIES_EXCLUDE = (
     r"min\.insync\.replicas",
 )
 SCHEDULE_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
+# MM2 intervals that are another one's here: the work they time runs as a step of that one's DAG.
+# Written with the same value they are honoured; with another value they are refused, since a
+# setting accepted and then not followed would mislead.
+TIED_INTERVALS = {
+    "sync.topic.configs.interval.seconds": (
+        "refresh.topics.interval.seconds",
+        "topic configs are synced by every run of the maintenance DAG",
+    ),
+    "sync.topic.acls.interval.seconds": (
+        "refresh.topics.interval.seconds",
+        "topic ACLs are synced by every run of the maintenance DAG",
+    ),
+    "refresh.groups.interval.seconds": (
+        "emit.checkpoints.interval.seconds",
+        "consumer groups are listed afresh by every checkpoint pass",
+    ),
+    "sync.group.offsets.interval.seconds": (
+        "emit.checkpoints.interval.seconds",
+        "group offsets are synced right after every checkpoint pass",
+    ),
+}
+# MM2 switches that can only be on here: new topics and partitions are always picked up within
+# seconds (the planner), and consumer groups are listed by every checkpoint pass.
+ALWAYS_ON = {
+    "refresh.topics.enabled": "new topics and partitions are always picked up within seconds; "
+    "choose what is replicated with topics / topics.exclude (or srm-control topics)",
+    "refresh.groups.enabled": "consumer groups are always listed by each checkpoint pass; "
+    "choose which are checkpointed with groups / groups.exclude (or srm-control groups)",
+}
 
 
 def _split_list(value: Any) -> Any:
@@ -153,6 +182,25 @@ class FlowSettings(BaseModel):
     tasks_max: int = Field(1, alias="tasks.max", ge=1)
 
     @model_validator(mode="after")
+    def _supported(self) -> FlowSettings:
+        for name, why in ALWAYS_ON.items():
+            if not getattr(self, _field(name)):
+                raise CrossFieldError(name, f"{name}: false is not supported: {why}")
+        for name, (leader, why) in TIED_INTERVALS.items():
+            value, follows = getattr(self, _field(name)), getattr(self, _field(leader))
+            if _field(name) in self.model_fields_set and value != follows:
+                raise CrossFieldError(
+                    name, f"{name} ({value}) cannot differ from {leader} ({follows}): {why}; set {leader} instead"
+                )
+        if self.sync_group_offsets_enabled and not self.emit_checkpoints_enabled:
+            raise CrossFieldError(
+                "emit.checkpoints.enabled",
+                "sync.group.offsets.enabled needs emit.checkpoints.enabled: groups are synced to the "
+                "offsets of their checkpoints",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _schedule_matches_mode(self) -> FlowSettings:
         if self.mode == "scheduled" and self.schedule is None:
             raise CrossFieldError(
@@ -166,6 +214,10 @@ class FlowSettings(BaseModel):
         return self
 
 
+def _field(alias: str) -> str:
+    return alias.replace(".", "_").replace("-", "_")
+
+
 def option_names() -> list[str]:
     """Every name a settings block accepts, as users write them."""
     return [field.alias or name for name, field in FlowSettings.model_fields.items()]
@@ -176,6 +228,10 @@ class PartialSettings(FlowSettings):
 
     @model_validator(mode="after")
     def _schedule_matches_mode(self) -> PartialSettings:
+        return self
+
+    @model_validator(mode="after")
+    def _supported(self) -> PartialSettings:
         return self
 
     def written(self) -> dict[str, Any]:

@@ -50,6 +50,10 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     job_args = ["--source", flow.source, "--target", flow.target, "--config", str(Path(config.file).resolve())]
     if args.job == "replicate":
         job_args += ["--mode", args.mode]
+    else:
+        from srm.offsets.checkpointing import require_checkpoints
+
+        require_checkpoints(flow)
     master = args.master or local_master(flow.settings.tasks_max)
     check_master(master, "--master")
     command = spark_submit_command(

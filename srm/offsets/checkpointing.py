@@ -22,6 +22,7 @@ from typing import Any
 from srm import clients
 from srm.config.model import Flow, SrmConfig
 from srm.control_lists import read_lists
+from srm.errors import SrmError
 from srm.filters import NameFilter, should_replicate_group
 from srm.internal_topics import InternalTopic, ensure_internal_topic
 from srm.offsets.asof import translate_frame
@@ -71,8 +72,15 @@ class PassReport:
         return f"{text} in {self.seconds:.1f} s"
 
 
+def require_checkpoints(flow: Flow) -> None:
+    """Refuse a checkpoint pass of a flow whose checkpoints are switched off."""
+    if not flow.settings.emit_checkpoints_enabled:
+        raise SrmError(f"flow {flow.name} has emit.checkpoints.enabled: false; it writes no checkpoints")
+
+
 class CheckpointPass:
     def __init__(self, spark: Any, config: SrmConfig, flow: Flow, *, sync: bool = True) -> None:
+        require_checkpoints(flow)
         self.spark = spark
         self.config = config
         self.flow = flow

@@ -21,7 +21,7 @@ from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic
 from srm.records import OffsetSync
 from srm.replication.history import HistoryIngest
 from srm.replication.job import Loss
-from srm.replication.runs import OffsetRun, mm2_syncs
+from srm.replication.runs import OffsetRun, SyncPacer
 from srm.topics import list_offsets
 from srm.warehouse import DATA_LOSS, METRICS, Warehouse
 
@@ -74,6 +74,7 @@ class Accounting:
         self._pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-accounting")
         self._pending: list[futures.Future[None]] = []
         self._sync_producer: Any = None
+        self._pacers: dict[tuple[str, int], SyncPacer] = {}
         self.totals = {"batches": 0, "records": 0, "bytes": 0}
 
     def submit(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
@@ -124,7 +125,9 @@ class Accounting:
         for payload in payloads:
             row = payload["row"]
             runs = [OffsetRun(*run) for run in payload["runs"]]
-            for upstream, downstream in mm2_syncs(runs):
+            key = (row["topic"], row["partition"])
+            pacer = self._pacers.setdefault(key, SyncPacer(self.flow.settings.offset_lag_max))
+            for upstream, downstream in pacer.syncs(runs):
                 sync = OffsetSync(row["topic"], row["partition"], upstream, downstream)
                 self._sync_producer.produce(topic.name, **sync.as_produce_kwargs())
         if self._sync_producer.flush(30):

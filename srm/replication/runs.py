@@ -7,8 +7,8 @@ compaction) or on the target (our own commit markers, one per transaction). With
 partition, translation is exact: a source offset U inside a run maps to ``target_first +
 (U - source_first)``; U in a gap maps to the first target offset of the next run.
 
-The tracker also decides when to emit an MM2 OffsetSync: at the first record of each run (that
-is where downstream - upstream can change) and for the last record of a transaction.
+MM2's offset-syncs topic gets OffsetSyncs on MM2's own schedule (:class:`SyncPacer`): exact
+translation uses the runs, MM2 tooling reading that topic sees what MM2 would have written.
 """
 
 from __future__ import annotations
@@ -103,13 +103,39 @@ class RunTracker:
         return self._last
 
 
-def mm2_syncs(runs: list[OffsetRun]) -> list[tuple[int, int]]:
-    """(upstream, downstream) pairs for MM2's offset-syncs topic: each run's first record and the
-    last record overall, in order and without repeats."""
-    pairs = [(run.source_first, run.target_first) for run in runs]
-    if runs:
-        last = runs[-1]
-        end = (last.source_end - 1, last.target_end - 1)
-        if end != pairs[-1]:
-            pairs.append(end)
-    return pairs
+@dataclass
+class SyncPacer:
+    """When MM2 emits an OffsetSync for a partition (Kafka 4.x ``OffsetSyncWriter.PartitionState``).
+
+    A record gets a sync when it is the first since the pacer started, when its upstream offset is
+    not the previous one + 1 (a gap: aborted transactions, markers, compaction), when its downstream
+    offset went backwards, or when it is ``offset.lag.max`` or more past the last sync + 1 (MM2
+    translates an offset past a sync to sync + 1, so that bounds how stale a translation is). With
+    0 every record gets one. Within a run both sides advance by one, so only staleness can fire
+    there and the synced records are computed per run, not per record.
+    """
+
+    lag_max: int
+    last_synced: int = -1  # downstream offset of the last sync; -1: none since the start
+    previous: tuple[int, int] | None = None  # the last (upstream, downstream) pair seen
+
+    def syncs(self, runs: list[OffsetRun]) -> list[tuple[int, int]]:
+        """(upstream, downstream) of the records of ``runs`` (in order) that get a sync."""
+        out: list[tuple[int, int]] = []
+        for run in runs:
+            if self._due(run.source_first, run.target_first):
+                out.append((run.source_first, run.target_first))
+                self.last_synced = run.target_first
+            due = self.last_synced + 1 + self.lag_max
+            while due < run.target_end:
+                out.append((run.source_first + due - run.target_first, due))
+                self.last_synced, due = due, due + 1 + self.lag_max
+            self.previous = (run.source_end - 1, run.target_end - 1)
+        return out
+
+    def _due(self, upstream: int, downstream: int) -> bool:
+        if self.last_synced < 0 or self.previous is None:
+            return True
+        skipped = upstream - self.previous[0] != 1
+        truncated = downstream < self.previous[1]
+        return skipped or truncated or downstream - (self.last_synced + 1) >= self.lag_max

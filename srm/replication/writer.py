@@ -32,7 +32,7 @@ from srm.replication.job import CopyJob
 from srm.replication.kafka_errors import FENCED, KNOWN_WRITE_ERRORS, code_name, kafka_error, write_error
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import PROGRESS_READER, progress_group
-from srm.replication.runs import OffsetRun, mm2_syncs
+from srm.replication.runs import OffsetRun, SyncPacer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -114,6 +114,9 @@ class TargetWriter:
         self.commits = 0
         self.usable = True  # False once the producer was dropped: the copier builds a new writer
         self.error: tuple[Any, PartitionState, int, int] | None = None
+        # MM2 offset syncs on the target go into the transactions: an aborted one takes its syncs
+        # with it, so the pacers start afresh (the next record of each partition gets a sync).
+        self.pacers: dict[tuple[str, int], SyncPacer] = {}
 
     @property
     def _producer_key(self) -> str:
@@ -298,7 +301,8 @@ class TargetWriter:
         )
         self.producer.produce(self.job.history_topic, **record.as_produce_kwargs())
         if self.job.mm2_syncs_on_target:
-            for upstream, downstream in mm2_syncs(runs):
+            pacer = self.pacers.setdefault(state.target, SyncPacer(self.job.flow.settings.offset_lag_max))
+            for upstream, downstream in pacer.syncs(runs):
                 sync = OffsetSync(state.range.topic, state.range.partition, upstream, downstream)
                 self.producer.produce(self.job.mm2_syncs_on_target, **sync.as_produce_kwargs())
         return runs
@@ -312,6 +316,7 @@ class TargetWriter:
             return
         self.in_transaction = False
         self.chunk_records = self.chunk_bytes = 0
+        self.pacers.clear()
         if not self.exactly_once:
             return
         try:

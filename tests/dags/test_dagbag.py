@@ -33,8 +33,13 @@ flows:
   - source: alpha
     target: gamma
     enabled: false
+  - source: gamma
+    target: beta
+    emit.checkpoints.enabled: false
 """
 JOBS = ("replicate", "checkpoints", "maintenance", "heartbeats")
+# emit.checkpoints.enabled: false leaves the checkpoints DAG out
+UNCHECKPOINTED = {f"gamma_to_beta.{job}" for job in JOBS if job != "checkpoints"}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,7 @@ def test_parses_without_clusters_connections_or_heavy_imports(parsed: dict[str, 
     assert parsed["import_errors"] == {}
     assert parsed["heavy_imports"] == []
     expected = {f"{flow}.{job}" for flow in ("alpha_to_beta", "beta_to_alpha") for job in JOBS} | {"srm.failover"}
-    assert set(parsed["dags"]) == expected  # the disabled flow alpha->gamma has none
+    assert set(parsed["dags"]) == expected | UNCHECKPOINTED  # the disabled flow alpha->gamma has none
 
 
 def test_every_dag_has_retries_timeouts_tags_and_docs(parsed: dict[str, Any]) -> None:
@@ -136,7 +141,9 @@ def test_broken_flow_is_logged_and_hides_nothing(tmp_path: Path) -> None:
     config.write_text(broken.format(p0=1, p1=2, p2=3))
     parsed = probe(tmp_path / "airflow", config)
     assert parsed["import_errors"] == {}
-    assert {d for d in parsed["dags"] if d != "srm.failover"} == {f"alpha_to_beta.{job}" for job in JOBS}
+    assert {d for d in parsed["dags"] if d != "srm.failover"} == {
+        f"alpha_to_beta.{job}" for job in JOBS
+    } | UNCHECKPOINTED
     assert "flow beta->alpha left out" in parsed["log"]
     assert f"{config}:16" in parsed["log"]  # file and line of the broken regex
     assert "topics" in parsed["log"]

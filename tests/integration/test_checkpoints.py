@@ -25,7 +25,7 @@ from srm.warehouse import CHECKPOINT_METRICS
 from tests.checkpointing import commit, read_from
 from tests.helpers import produce
 from tests.integration.test_replicate_copy import alter_topic
-from tests.replication import Env, contents, make_env, replicate, sequenced
+from tests.replication import Env, contents, make_env, produce_transactions, replicate, sequenced
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,6 @@ def failover_exactness(env: Env, group: str, topic: str, committed: dict[int, in
 def test_planned_failover_is_exact_on_plain_transactional_and_compacted_topics(
     spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
-    from confluent_kafka import Producer
 
     plain, txn, compacted = unique("fo-plain"), unique("fo-txn"), unique("fo-compact")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [plain, txn, compacted]}])
@@ -60,16 +59,8 @@ def test_planned_failover_is_exact_on_plain_transactional_and_compacted_topics(
     ensure_topic(admin, plain, 10)
     produce(env.west, plain, sequenced(10, 2000))
     ensure_topic(admin, txn, 3)
-    producer: Producer = clients.producer(env.west, **{"transactional.id": unique("fo-txn-producer")})
-    producer.init_transactions(30)
-    for i in range(20):
-        producer.begin_transaction()
-        for record in sequenced(3, 15, start=i * 15):
-            producer.produce(txn, **record)
-        if i % 10 in (2, 5, 8):
-            producer.abort_transaction(30)
-        else:
-            producer.commit_transaction(30)
+    batches = [sequenced(3, 15, start=i * 15) for i in range(20)]
+    produce_transactions(env.west, txn, batches, {i for i in range(20) if i % 10 in (2, 5, 8)}, unique("fo-txn"))
     ensure_topic(
         admin,
         compacted,

@@ -13,7 +13,18 @@ from srm.records import OffsetSync
 from srm.topics import describe_topic_configs, ensure_topic
 from srm.warehouse import METRICS, SYNC_HISTORY
 from tests.helpers import produce, read_all
-from tests.replication import Env, contents, make_env, replicate, sequence_report, sequenced, without_offsets
+from tests.replication import (
+    Env,
+    as_row,
+    contents,
+    make_env,
+    produce_transactions,
+    replicate,
+    seq_of,
+    sequence_report,
+    sequenced,
+    without_offsets,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -62,18 +73,19 @@ def test_ten_partitions_identical_per_partition(spark: Any, kafka: SrmConfig, tm
 
 def test_mm2_offset_syncs_are_written_on_the_source(spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Any) -> None:
     topic = unique("syncs")
-    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "offset.lag.max": 10}])
     ensure_topic(clients.admin_client(env.west), topic, 2)
     produce(env.west, topic, sequenced(2, 200))
     replicate(spark, env)
     flow = env.flow()
     syncs_topic = flow.policy.offset_syncs_topic(env.east.alias)
-    syncs = [OffsetSync.from_message(m) for m in read_all(env.west, syncs_topic, 2)]
+    syncs = [OffsetSync.from_message(m) for m in read_all(env.west, syncs_topic, 20)]
     mine = [s for s in syncs if s.topic == topic]
     assert {s.partition for s in mine} == {0, 1}
-    for sync in mine:  # first record of the only run and the last record: upstream 0 -> 0, 99 -> 99
+    for sync in mine:  # one run per partition: upstream = downstream
         assert sync.downstream_offset == sync.upstream_offset
-    assert sorted((s.partition, s.upstream_offset) for s in mine) == [(0, 0), (0, 99), (1, 0), (1, 99)]
+    # MM2's pace: the first record, then each one offset.lag.max (10) past the last sync + 1
+    assert sorted((s.partition, s.upstream_offset) for s in mine) == [(p, o) for p in (0, 1) for o in range(0, 100, 11)]
 
 
 def test_remote_topic_gets_source_configs_except_excluded(
@@ -102,35 +114,21 @@ def test_remote_topic_gets_source_configs_except_excluded(
 
 
 def test_only_committed_transactions_are_copied(spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Any) -> None:
-    from confluent_kafka import Producer
-
     topic = unique("txn")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
     ensure_topic(clients.admin_client(env.west), topic, 3)
-    producer: Producer = clients.producer(env.west, **{"transactional.id": unique("txn-producer")})
-    producer.init_transactions(30)
+    batches = [sequenced(3, 25, start=25 * txn) for txn in range(40)]
+    aborted = {txn for txn in range(40) if txn % 10 in (1, 4, 7)}  # 30% of transactions aborted
+    done = produce_transactions(env.west, topic, batches, aborted, unique("txn-producer"))
     committed: dict[int, list[int]] = {p: [] for p in range(3)}
-    seq = 0
-    for txn in range(40):
-        producer.begin_transaction()
-        batch = sequenced(3, 25, start=seq)
-        for record in batch:
-            producer.produce(topic, **record)
-        seq += len(batch)
-        if txn % 10 in (1, 4, 7):  # 30% of transactions aborted
-            producer.abort_transaction(30)
-        else:
-            producer.commit_transaction(30)
-            for record in batch:
-                committed[record["partition"]].append(
-                    int(dict(record["headers"] or [])["seq"]) if record["headers"] else int(record["key"][1:])
-                )
+    for record in (r for txn in sorted(done) for r in batches[txn]):
+        committed[record["partition"]].append(seq_of(as_row(record)))
     replicate(spark, env)
     remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
     source, target = contents(env.west, topic), contents(env.east, remote)
     assert without_offsets(target) == without_offsets(source)
     assert sequence_report(target, committed) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
-    assert sum(len(v) for v in target.values()) == 28 * 25
+    assert sum(len(v) for v in target.values()) == 25 * len(done) >= 25 * 20
     # Source offsets have gaps (aborted records and commit markers): the runs still pair exactly.
     assert check_runs(env, topic, source, target) > 3
 

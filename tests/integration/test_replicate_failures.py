@@ -228,4 +228,5 @@ def test_offset_syncs_on_the_target_are_written_in_the_transactions(
     # the flow also carries `heartbeats` (other tests' DAG runs emit into the session's): only `topic` here
     found = [OffsetSync.from_message(m) for m in read_all(env.east, syncs_topic, 10**6, timeout_s=3)]
     syncs = [s for s in found if s.topic == topic]
-    assert [(s.topic, s.upstream_offset, s.downstream_offset) for s in syncs] == [(topic, 0, 0), (topic, 49, 49)]
+    # offset.lag.max (100) is not reached in 50 records: only the first gets a sync, as MM2 does
+    assert [(s.topic, s.upstream_offset, s.downstream_offset) for s in syncs] == [(topic, 0, 0)]

@@ -73,6 +73,19 @@ def test_import_then_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["validate", "--config", str(out)]) == 0
 
 
+def test_run_checkpoints_is_refused_for_a_flow_without_checkpoints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "srm.yaml"
+    config.write_text(
+        "clusters:\n  a: {bootstrap.servers: '127.0.0.1:1'}\n  b: {bootstrap.servers: '127.0.0.1:2'}\n"
+        "flows:\n  - {source: a, target: b, emit.checkpoints.enabled: false}\n"
+    )
+    assert main(["run", "checkpoints", "--source", "a", "--target", "b", "--config", str(config), "--dry-run"]) == 1
+    assert "flow a->b has emit.checkpoints.enabled: false; it writes no checkpoints" in capsys.readouterr().err
+    assert main(["run", "replicate", "--source", "a", "--target", "b", "--config", str(config), "--dry-run"]) == 0
+
+
 def test_run_builds_the_spark_submit_call(capsys: pytest.CaptureFixture[str]) -> None:
     config = str(ROOT / "conf" / "srm.yaml")
     assert main(["run", "replicate", "--source", "us-west", "--target", "us-east", "--config", config, "--json"]) == 0

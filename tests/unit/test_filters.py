@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from include.policies import DefaultReplicationPolicy, IdentityReplicationPolicy
+from srm.config import FlowSettings
 from srm.config.settings import DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS_EXCLUDE
 from srm.filters import NameFilter, is_cycle, should_replicate_group, should_replicate_topic
 
@@ -64,11 +65,35 @@ def test_identity_replicates_other_heartbeats(topic: str) -> None:
 DEFAULT_TOPICS = NameFilter((".*",), DEFAULT_TOPICS_EXCLUDE)
 
 
+def test_default_topic_filter_is_the_flow_settings_default() -> None:
+    settings = FlowSettings()
+    assert NameFilter(settings.topics, settings.topics_exclude) == DEFAULT_TOPICS
+
+
 @pytest.mark.parametrize(
-    "topic", ["mm2-offsets.A.internal", "foo-internal", "orders.replica", "__consumer_offsets", ".hidden"]
+    "topic",
+    [
+        "mm2-offsets.X.internal",
+        "mm2-offset-syncs.target.internal",
+        "source.checkpoints.internal",
+        "foo.replica",
+        "__consumer_offsets",
+        ".hidden",
+        "srm-meta.internal",
+        "srm-owners.internal",
+        "srm-control.internal",
+        "srm-offsets.source.internal",
+        "srm-offset-syncs.source.internal",
+    ],
 )
 def test_default_exclusions_and_internal_topics(topic: str) -> None:
     assert not replicated(topic, topics=DEFAULT_TOPICS)
+
+
+@pytest.mark.parametrize("topic", ["orders.internal", "orders-internal", "connect-offsets-internal", "foo-internal"])
+def test_internal_suffix_alone_does_not_stop_replication(topic: str) -> None:
+    """Kafka 4.3.1's DefaultTopicFilter and isInternalTopic: only MM2 2.x dropped any *.internal/*-internal."""
+    assert replicated(topic, topics=DEFAULT_TOPICS)
 
 
 def test_heartbeats_pass_even_when_the_allowlist_does_not_name_them() -> None:

@@ -75,6 +75,29 @@ def test_flows_mm2_does_not_enable_are_imported_disabled() -> None:
     assert result.data["flows"] == [{"source": "a", "target": "b", "topics": ["x"], "enabled": False}]
 
 
+def test_options_that_follow_another_interval_or_cannot_be_off_are_reported_not_mapped() -> None:
+    text = (
+        "clusters=a,b\na.bootstrap.servers=h:1\nb.bootstrap.servers=h:2\na->b.enabled=true\n"
+        "refresh.groups.interval.seconds=300\nsync.topic.configs.interval.seconds=60\n"
+        "a->b.refresh.topics.enabled=false\na->b.sync.group.offsets.interval.seconds=5\nrefresh.groups.enabled=true\n"
+    )
+    result = import_mm2(text, "mm2.properties")
+    assert result.data["flows"] == [{"source": "a", "target": "b", "enabled": True}]
+    assert "defaults" not in result.data
+    assert [w.split(": ", 2)[2] for w in result.warnings] == [
+        "consumer groups are listed afresh by every checkpoint pass, every emit.checkpoints.interval.seconds "
+        "here; not mapped",
+        "topic configs are synced by every run of the maintenance DAG, every refresh.topics.interval.seconds "
+        "here; not mapped",
+        "false is not supported: new topics and partitions are always picked up within seconds; choose what is "
+        "replicated with topics / topics.exclude (or srm-control topics); not mapped",
+        "group offsets are synced right after every checkpoint pass, every emit.checkpoints.interval.seconds "
+        "here; not mapped",
+    ]
+    config, issues = parse_config(result.to_yaml("mm2.properties"), "srm.yaml")
+    assert not issues and config is not None
+
+
 def test_not_an_mm2_file() -> None:
     with pytest.raises(SrmError, match="no 'clusters' property"):
         import_mm2("bootstrap.servers=h:1\n", "producer.properties")

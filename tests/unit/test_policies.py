@@ -11,6 +11,10 @@ from include.policies import (
     ReplicationPolicy,
     load_policy,
 )
+from srm.config import parse_config
+from srm.control_lists import CONTROL_TOPIC
+from srm.internal_topics import history_topic_name, progress_topic_name
+from srm.maintenance.internal import flow_topics
 
 DEFAULT = DefaultReplicationPolicy()
 
@@ -65,17 +69,105 @@ def test_internal_topic_names() -> None:
     assert DEFAULT.offset_syncs_topic("B") == "mm2-offset-syncs.B.internal"
 
 
-@pytest.mark.parametrize(
-    "topic",
-    ["__consumer_offsets", ".hiddentopic", "mm2-offsets.CLUSTER.internal", "mm2-offsets-CLUSTER-internal"],
-)
+# Kafka 4.3.1's rule (ReplicationPolicy.isInternalTopic, DefaultReplicationPolicy.isMM2InternalTopic),
+# plus this project's own srm* topics; MM2 2.x's "any .internal/-internal suffix" is gone.
+INTERNAL = [
+    "__consumer_offsets",
+    ".hiddentopic",
+    "mm2-offsets.CLUSTER.internal",
+    "mm2-offset-syncs.B.internal",
+    "us-west.checkpoints.internal",
+    "srm-meta.internal",
+    "srm-owners.internal",
+    "srm-control.internal",
+    "srm-offsets.us-west.internal",
+    "srm-offset-syncs.us-west.internal",
+]
+NOT_INTERNAL = [
+    "orders",
+    "orders.internal",
+    "orders-internal",
+    "connect-offsets-internal",
+    "mm2-offsets-CLUSTER-internal",  # Kafka 4.3.1: only "<separator>internal" counts
+    "mm2-offsets_CLUSTER_internal",
+    "checkpoints.internal",
+    "srm-orders",
+    "us-west.heartbeats",
+]
+
+
+@pytest.mark.parametrize("topic", INTERNAL)
 def test_is_internal_topic(topic: str) -> None:
     assert DEFAULT.is_internal_topic(topic)
 
 
-def test_is_not_internal_topic() -> None:
-    assert not DEFAULT.is_internal_topic("mm2-offsets_CLUSTER_internal")
-    assert not DEFAULT.is_internal_topic("orders")
+@pytest.mark.parametrize("topic", NOT_INTERNAL)
+def test_is_not_internal_topic(topic: str) -> None:
+    assert not DEFAULT.is_internal_topic(topic)
+
+
+def test_is_mm2_internal_topic_means_what_kafka_4_3_1_means() -> None:
+    assert DEFAULT.is_mm2_internal_topic("mm2-offset-syncs.B.internal")
+    assert DEFAULT.is_mm2_internal_topic("mm2-configs.A.internal")
+    assert DEFAULT.is_mm2_internal_topic("us-west.checkpoints.internal")
+    assert not DEFAULT.is_mm2_internal_topic("orders.internal")
+    assert not DEFAULT.is_mm2_internal_topic("__consumer_offsets")  # internal, but Kafka's, not MM2's
+    assert not DEFAULT.is_mm2_internal_topic("srm-meta.internal")  # internal, but ours, not MM2's
+
+
+def test_custom_separator_internal_topics_use_it() -> None:
+    policy = DefaultReplicationPolicy(separator="__")
+    for topic in (
+        "mm2-offsets__CLUSTER__internal",
+        "mm2-offset-syncs__B__internal",
+        "us-west__checkpoints__internal",
+        "srm-offsets__us-west__internal",
+        "srm-offset-syncs__us-west__internal",
+        "srm-meta.internal",  # fixed names keep "." whatever the separator
+        "srm-owners.internal",
+        "srm-control.internal",
+        "__consumer_offsets",
+        ".hiddentopic",
+    ):
+        assert policy.is_internal_topic(topic), topic
+    for topic in (
+        "orders.internal",
+        "orders__internal",
+        "mm2-offsets.CLUSTER.internal",
+        "us-west.checkpoints.internal",
+    ):
+        assert not policy.is_internal_topic(topic), topic
+    disabled = DefaultReplicationPolicy(separator="__", internal_topic_separator_enabled=False)
+    assert disabled.is_internal_topic("mm2-offset-syncs.B.internal")
+    assert disabled.is_internal_topic("us-west.checkpoints.internal")
+    assert not disabled.is_internal_topic("mm2-offset-syncs__B__internal")
+
+
+@pytest.mark.parametrize(("separator", "enabled"), [(".", True), ("__", True), ("__", False), ("-", True)])
+def test_every_topic_this_project_owns_is_internal(separator: str, enabled: bool) -> None:
+    """Names as srm builds them: srm-offset-syncs, srm-offsets, srm-owners, srm-meta, srm-control,
+    MM2's offset syncs and checkpoints; heartbeats are the one owned topic that is replicated."""
+    config, issues = parse_config(
+        f"""
+clusters:
+  us-west: {{bootstrap.servers: "127.0.0.1:1"}}
+  us-east: {{bootstrap.servers: "127.0.0.1:2"}}
+flows:
+  - source: us-west
+    target: us-east
+    replication.policy.separator: "{separator}"
+    replication.policy.internal.topic.separator.enabled: {str(enabled).lower()}
+""",
+        "test.yaml",
+    )
+    assert config is not None and not issues, issues
+    flow = config.flow("us-west", "us-east")
+    owned = {t.name for t in flow_topics(flow)} | {CONTROL_TOPIC}
+    assert {"srm-meta.internal", "srm-owners.internal", "srm-control.internal"} <= owned
+    assert history_topic_name(flow) in owned and progress_topic_name(flow) in owned
+    for name in owned - {flow.policy.heartbeats_topic()}:
+        assert flow.policy.is_internal_topic(name), name
+    assert not flow.policy.is_internal_topic(flow.policy.heartbeats_topic())
 
 
 def test_custom_separator_shapes_remote_and_internal_names() -> None:

@@ -10,7 +10,7 @@ from srm.errors import DataLossError, ReplicationError
 from srm.records import OffsetRunsRecord
 from srm.replication import offsets as plan
 from srm.replication.batch import slot_of
-from srm.replication.runs import OffsetRun, RunTracker, mm2_syncs
+from srm.replication.runs import OffsetRun, RunTracker, SyncPacer
 from srm.replication.stats import LatencyStats
 from srm.sparkapp import user_error
 from srm.topic_configs import ConfigValue, configs_to_copy
@@ -70,11 +70,49 @@ def test_finish_forgets_and_restarts() -> None:
     assert tracker.finish() == [OffsetRun(1, 2, 1)]
 
 
-def test_mm2_syncs_at_each_run_start_and_the_last_record() -> None:
+def mm2_rule(pairs: list[tuple[int, int]], lag_max: int) -> list[tuple[int, int]]:
+    """MM2's per-record rule, written out as Kafka 4.x's OffsetSyncWriter.PartitionState.update."""
+    out, last_synced, previous_up, previous_down = [], -1, -1, -1
+    for up, down in pairs:
+        stale = down - (last_synced + 1) >= lag_max
+        if last_synced == -1 or stale or up - previous_up != 1 or down < previous_down:
+            out.append((up, down))
+            last_synced = down
+        previous_up, previous_down = up, down
+    return out
+
+
+def test_offset_syncs_follow_mm2s_rule_and_offset_lag_max() -> None:
     runs = [OffsetRun(10, 0, 2), OffsetRun(13, 2, 1), OffsetRun(14, 4, 5)]
-    assert mm2_syncs(runs) == [(10, 0), (13, 2), (14, 4), (18, 8)]
-    assert mm2_syncs([OffsetRun(3, 3, 1)]) == [(3, 3)]
-    assert mm2_syncs([]) == []
+    assert SyncPacer(100).syncs(runs) == [(10, 0), (13, 2)]  # start, then an upstream gap
+    assert SyncPacer(0).syncs(runs) == [(u, d) for run in runs for u, d in pairs_of(run)]  # every record
+    assert SyncPacer(10).syncs([OffsetRun(0, 0, 100)]) == [(d, d) for d in range(0, 100, 11)]
+    assert SyncPacer(5).syncs([]) == []
+    pacer = SyncPacer(10)  # state carries over from one transaction to the next
+    assert pacer.syncs([OffsetRun(0, 0, 8)]) == [(0, 0)]
+    assert pacer.syncs([OffsetRun(8, 9, 8)]) == [(10, 11)]  # a downstream gap alone is not a reason
+
+
+def test_offset_sync_pacer_equals_the_per_record_rule() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        lag, pacer, up, down, batches = rng.choice([0, 1, 3, 10, 100]), None, 0, 0, []
+        for _ in range(rng.randint(1, 4)):
+            batch = []
+            for _ in range(rng.randint(0, 4)):
+                up, down = up + rng.choice([0, 0, 1, 3]), down + rng.choice([0, 1, 2])
+                batch.append(OffsetRun(up, down, rng.randint(1, 40)))
+                up, down = batch[-1].source_end, batch[-1].target_end
+            batches.append(batch)
+        pacer = SyncPacer(lag)
+        got = [sync for batch in batches for sync in pacer.syncs(batch)]
+        assert got == mm2_rule([pair for batch in batches for run in batch for pair in pairs_of(run)], lag)
+
+
+def pairs_of(run: OffsetRun) -> list[tuple[int, int]]:
+    return [(run.source_first + i, run.target_first + i) for i in range(run.length)]
 
 
 def test_history_record_round_trips() -> None:

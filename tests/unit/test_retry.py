@@ -1,0 +1,44 @@
+"""Retrying Kafka calls: retriable errors are retried with backoff, others fail at once with context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from srm.errors import ClusterUnreachableError, SrmError
+from srm.retry import retrying
+
+
+def failing(errors: list[int], result: str = "ok") -> tuple[list[int], Callable[[], str]]:
+    calls: list[int] = []
+
+    def call() -> str:
+        calls.append(1)
+        if len(calls) <= len(errors):
+            raise KafkaException(KafkaError(errors[len(calls) - 1]))
+        return result
+
+    return calls, call
+
+
+def test_retriable_errors_are_retried_until_the_call_succeeds() -> None:
+    calls, call = failing([KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR])
+    assert retrying(call, "offsets of group g") == "ok"
+    assert len(calls) == 3
+
+
+def test_other_errors_fail_at_once_naming_the_call() -> None:
+    calls, call = failing([KafkaError.GROUP_AUTHORIZATION_FAILED])
+    with pytest.raises(SrmError, match="offsets of group g: ") as raised:
+        retrying(call, "offsets of group g")
+    assert not isinstance(raised.value, ClusterUnreachableError)
+    assert len(calls) == 1
+
+
+def test_retriable_errors_past_the_deadline_say_the_cluster_is_unreachable() -> None:
+    calls, call = failing([KafkaError._TRANSPORT] * 1000)
+    with pytest.raises(ClusterUnreachableError, match="list topics"):
+        retrying(call, "list topics", timeout_s=0.5)
+    assert 2 <= len(calls) < 10  # backoff 0.2 s, 0.4 s, ...
