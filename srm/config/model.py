@@ -47,6 +47,24 @@ class Cluster(_Frozen):
             where += f" (Airflow connection {self.connection_id!r})"
         return where
 
+    def principal(self) -> str:
+        """Who the brokers authorize this cluster's clients as, for a message about a missing ACL:
+        ``User:<sasl.username>`` for SCRAM and PLAIN, ``User:ANONYMOUS`` without authentication."""
+        protocol = str(self.client.get("security.protocol", "PLAINTEXT")).upper()
+        mechanism = str(self.client.get("sasl.mechanism", "GSSAPI")).upper()
+        user = self.client.get("sasl.username")
+        if self.connection_id and "security.protocol" not in self.client:
+            return f"the principal of clusters.{self.alias} (Airflow connection {self.connection_id!r})"
+        if protocol.startswith("SASL") and (mechanism == "PLAIN" or mechanism.startswith("SCRAM")):
+            if isinstance(user, str):
+                return f"User:{user} (clusters.{self.alias})"
+            return f"the SASL user (sasl.username) of clusters.{self.alias}"
+        if protocol.startswith("SASL"):
+            return f"the {mechanism} principal of clusters.{self.alias}"
+        if protocol == "SSL" and {"ssl.certificate.location", "ssl.certificate.pem"} & set(self.client):
+            return f"the client certificate's principal of clusters.{self.alias}"
+        return f"User:ANONYMOUS (clusters.{self.alias}: no authentication)"
+
 
 class Flow(_Frozen):
     """A replication flow source -> target with its effective settings."""

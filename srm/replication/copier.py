@@ -286,7 +286,7 @@ class CopyLoop:
             return
         if is_fatal(error) or name.endswith("AUTHORIZATION_FAILED") or name in GONE:
             raise read_error(
-                error, source=self.job.source.alias, topic=r.topic, partition=r.partition, offset=state.next_offset
+                error, source_cluster=self.job.source, topic=r.topic, partition=r.partition, offset=state.next_offset
             )
         log.warning("reading %s[%d]: %s (retrying)", r.topic, r.partition, error.str())
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from srm.config.model import Cluster
 from srm.errors import ReplicationError
 
 FENCED = ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH")  # a newer producer of the id took over
@@ -28,10 +29,20 @@ def code_name(error: Any) -> str:
 
 
 def write_error(
-    error: Any, *, target: str, target_topic: str, partition: int, source: str, topic: str, offset: int, size: int
+    error: Any,
+    *,
+    target_cluster: Cluster,
+    target_topic: str,
+    partition: int,
+    source_cluster: Cluster,
+    topic: str,
+    offset: int,
+    size: int,
 ) -> ReplicationError:
-    """Why a record could not be written to the target, and the setting to change."""
+    """Why a record could not be written to the target, and the setting (or ACL) to change."""
     name = code_name(error)
+    target, source = target_cluster.alias, source_cluster.alias
+    principal = target_cluster.principal()
     where = f"topic {topic!r} partition {partition} offset {offset}"
     if name in ("MSG_SIZE_TOO_LARGE", "RECORD_TOO_LARGE"):
         return ReplicationError(
@@ -43,19 +54,19 @@ def write_error(
         )
     if name == "TOPIC_AUTHORIZATION_FAILED":
         return ReplicationError(
-            f"not authorized to write topic {target_topic!r} on {target} (copying {where}): grant WRITE and "
-            f"DESCRIBE on it to the principal of clusters.{target}"
+            f"not authorized to write topic {target_topic!r} on {target} (copying {where}): {principal} needs "
+            f"WRITE on TOPIC {target_topic!r} (LITERAL, or PREFIXED {source + '.'!r} for every remote topic)"
         )
     if name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
         return ReplicationError(
-            f"not authorized to use transactional ids 'srm-replicate.*' on {target}: grant WRITE and DESCRIBE "
-            f"on TRANSACTIONAL_ID prefix 'srm-replicate.' to the principal of clusters.{target}, "
-            "or set exactly_once: false"
+            f"not authorized to use the flow's transactional ids on {target}: {principal} needs WRITE on "
+            f"TRANSACTIONAL_ID PREFIXED {transactional_prefix(source, target)!r} (taking over a flow and fencing "
+            "use them even with exactly_once: false)"
         )
     if name == "GROUP_AUTHORIZATION_FAILED":
         return ReplicationError(
-            f"not authorized to commit replication progress on {target}: grant READ on GROUP prefix '__srm.' "
-            f"to the principal of clusters.{target}"
+            f"not authorized to read replication progress on {target}: {principal} needs DESCRIBE on GROUP "
+            "PREFIXED '__srm.'"
         )
     if name in FENCED:
         return ReplicationError(
@@ -66,16 +77,24 @@ def write_error(
     return ReplicationError(f"cannot write {target_topic!r} partition {partition} on {target} ({where}): {detail}")
 
 
-def read_error(error: Any, *, source: str, topic: str, partition: int, offset: int) -> ReplicationError:
+def read_error(error: Any, *, source_cluster: Cluster, topic: str, partition: int, offset: int) -> ReplicationError:
     name = code_name(error)
-    where = f"topic {topic!r} partition {partition} at offset {offset} on {source}"
-    if name in ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
+    where = f"topic {topic!r} partition {partition} at offset {offset} on {source_cluster.alias}"
+    if name == "TOPIC_AUTHORIZATION_FAILED":
         return ReplicationError(
-            f"not authorized to read {where}: grant READ and DESCRIBE on the topic to the "
-            f"principal of clusters.{source}"
+            f"not authorized to read {where}: {source_cluster.principal()} needs READ on TOPIC {topic!r}"
+        )
+    if name == "GROUP_AUTHORIZATION_FAILED":
+        return ReplicationError(
+            f"not authorized to read {where}: {source_cluster.principal()} needs DESCRIBE on GROUP PREFIXED '__srm.'"
         )
     detail = error.str() if hasattr(error, "str") else str(error)
     return ReplicationError(f"cannot read {where}: {detail}")
+
+
+def transactional_prefix(source: str, target: str) -> str:
+    """The prefix of every transactional id of the flow source->target (owner, fencing, copy slots)."""
+    return f"srm-replicate.{source}.{target}."
 
 
 def is_fatal(error: Any) -> bool:

@@ -40,7 +40,7 @@ from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, RecordFormatError, SrmError
 from srm.internal_topics import OWNERS_TOPIC
-from srm.replication.kafka_errors import FENCED, kafka_error
+from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
 from srm.topics import read_to_end
 
 log = logging.getLogger("srm.replicate")
@@ -92,12 +92,12 @@ def owners_key(flow: Flow) -> bytes:
 def copy_transactional_id(flow: Flow, epoch: int, slot: int) -> str:
     """Stable per (flow, epoch, slot): a retried task of the same slot fences its predecessor."""
     if epoch == LEGACY_EPOCH:
-        return f"srm-replicate.{flow.source}.{flow.target}.{slot}"
-    return f"srm-replicate.{flow.source}.{flow.target}.{epoch}.{slot}"
+        return f"{transactional_prefix(flow.source, flow.target)}{slot}"
+    return f"{transactional_prefix(flow.source, flow.target)}{epoch}.{slot}"
 
 
 def owner_transactional_id(flow: Flow) -> str:
-    return f"srm-replicate.{flow.source}.{flow.target}.owner"
+    return f"{transactional_prefix(flow.source, flow.target)}owner"
 
 
 def describe_invoker() -> str:
@@ -167,8 +167,8 @@ def fence_producers(target: Cluster, transactional_ids: list[str]) -> None:
             detail = exc.args[0].str() if exc.args else str(exc)
             raise SrmError(
                 f"cannot fence the transactional id {transactional_id!r} on {target.alias} ({target.describe()}): "
-                f"{detail}. The principal of clusters.{target.alias} needs WRITE and DESCRIBE on TRANSACTIONAL_ID "
-                "prefix 'srm-replicate.'"
+                f"{detail}. {target.principal()} needs WRITE on TRANSACTIONAL_ID {transactional_id!r} (or PREFIXED "
+                "'srm-replicate.<source>.<target>.' for all of the flow's)"
             ) from None
 
     if not transactional_ids:
@@ -291,6 +291,6 @@ class FlowOwner:
         detail = error.str() if hasattr(error, "str") else str(error)
         return SrmError(
             f"flow {self.flow.name}: {doing} on {self.target.alias} ({self.target.describe()}) failed: {detail}. "
-            f"The principal of clusters.{self.target.alias} needs WRITE and DESCRIBE on TRANSACTIONAL_ID prefix "
-            f"'srm-replicate.' and WRITE on topic {OWNERS_TOPIC}"
+            f"{self.target.principal()} needs WRITE on TRANSACTIONAL_ID PREFIXED "
+            f"{transactional_prefix(self.flow.source, self.flow.target)!r} and READ and WRITE on TOPIC {OWNERS_TOPIC!r}"
         )

@@ -367,10 +367,10 @@ class TargetWriter:
     def _write_error(self, error: Any, state: PartitionState, offset: int, size: int) -> ReplicationError:
         return write_error(
             error,
-            target=self.job.target.alias,
+            target_cluster=self.job.target,
             target_topic=state.range.target_topic,
             partition=state.range.partition,
-            source=self.job.source.alias,
+            source_cluster=self.job.source,
             topic=state.range.topic,
             offset=offset,
             size=size,
@@ -393,10 +393,10 @@ class TargetWriter:
         if name in KNOWN_WRITE_ERRORS:
             return write_error(
                 error,
-                target=self.job.target.alias,
+                target_cluster=self.job.target,
                 target_topic=self.job.history_topic,
                 partition=0,
-                source=self.job.source.alias,
+                source_cluster=self.job.source,
                 topic="(transaction)",
                 offset=-1,
                 size=0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -93,6 +94,23 @@ def test_the_archive_holds_the_project_and_the_copy_dependencies_but_not_spark_o
     assert {"srm/replication/copier.py", "include/policies/__init__.py", "confluent_kafka/__init__.py"} <= names
     assert any(n.startswith("pydantic_core/_pydantic_core") for n in names)
     assert not [n for n in names if n.split("/")[0] in ("pyspark", "airflow", "deltalake", "pyarrow")]
+
+
+def test_what_the_executors_import_comes_from_the_archive_alone(tmp_path: Path) -> None:
+    """An executor off this machine has its Python and the archive, not this environment: the copy
+    tasks' modules import with site-packages switched off (python -S) and only the archive on the path."""
+    with tarfile.open(job_archive.build(tmp_path)) as tar:
+        tar.extractall(tmp_path / "env", filter="data")
+    modules = ("srm.replication.copier", "srm.replication.writer", "srm.replication.lease")
+    code = "; ".join(f"import {m}" for m in modules)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env={"PYTHONPATH": str(tmp_path / "env")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_a_driver_in_the_cluster_reads_the_shipped_copy_of_the_config(
