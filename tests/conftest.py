@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from srm.config import SrmConfig, load_config
 from srm.local import LocalClusters
@@ -53,6 +54,10 @@ AUTHORIZER = (
 # an operator puts on the hosts, so the executors resolve the reference and no value travels.
 SASL_PASSWORD_ENV = "SRM_TEST_SASL_PASSWORD"
 SASL_PASSWORD = f"pw-{uuid.uuid4().hex}"
+# In this process's environment from the start, as on an operator's hosts: the local Spark session's
+# Python workers (forked from a daemon that inherits the environment its JVM started with) resolve it.
+os.environ[SASL_PASSWORD_ENV] = SASL_PASSWORD
+REFERENCE = f"${{env:{SASL_PASSWORD_ENV}}}"
 
 
 def free_ports(count: int) -> list[int]:
@@ -118,6 +123,39 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalo
         yield standalone
     finally:
         standalone.stop()
+
+
+@pytest.fixture(scope="session")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """A SASL_SSL broker (SCRAM-SHA-512, StandardAuthorizer) of the session, started by the first test that
+    asks: its bootstrap, the client settings of its (super) user, its folder."""
+    base = tmp_path_factory.mktemp("secured-kafka")
+    port, controller = free_ports(2)
+    client = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "replicator",
+        "sasl.password": REFERENCE,
+        "ssl.ca.location": str(base / "kafka" / "secured" / "security" / "ca.pem"),
+    }
+    bootstrap = f"127.0.0.1:{port}"
+    cluster = {
+        "bootstrap.servers": bootstrap,
+        "local": {"security.protocol": "SASL_SSL", "controller.port": controller},
+        "client": client,
+    }
+    path = base / "srm.yaml"
+    path.write_text(yaml.safe_dump({"clusters": {"secured": cluster}, "flows": []}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SASL_PASSWORD_ENV, SASL_PASSWORD)
+        clusters = LocalClusters(load_config(path).local_clusters(), base)
+        try:
+            clusters.up()
+            # The Spark workers cannot see this folder: the CA travels as PEM text, not as a path.
+            ca = Path(client.pop("ssl.ca.location")).read_text()
+            yield bootstrap, {**client, "ssl.ca.pem": ca}, base
+        finally:
+            clusters.down()
 
 
 @pytest.fixture(autouse=True)

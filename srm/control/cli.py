@@ -14,7 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from srm.control import commands, lists, offsets, status
+from srm.control import acls, commands, lists, offsets, status
+from srm.control.parsers import flow_parser
 from srm.errors import ConfigError, SrmError
 
 EXIT_ERROR = 1
@@ -95,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     lists.add_parser(sub, common, "topics", lambda a: lists.run(a, "topics"))
     lists.add_parser(sub, common, "groups", lambda a: lists.run(a, "groups"))
     offsets.add_parsers(sub, common)
-    status.add_parser(sub, common)
+    flow_parser(sub, common, "status", *status.HELP, required=False, handler=status.status)
+    flow_parser(sub, common, "acls", *acls.HELP, handler=acls.acls)
 
     local = sub.add_parser(
         "local",

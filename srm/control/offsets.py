@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from srm.config import load_config
+from srm.control import parsers
 from srm.control.lists import configured_flow, reachable
 from srm.errors import SrmError
 from srm.failover import GroupPlan, apply, plan, plan_failback, table
@@ -100,12 +101,7 @@ def _plan_json(entry: GroupPlan) -> dict[str, Any]:
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     def flow_parser(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = sub.add_parser(
-            name, parents=[common], help=help_text, description=description
-        )
-        parser.add_argument("--source", required=True, help="source cluster alias")
-        parser.add_argument("--target", required=True, help="target cluster alias")
-        return parser
+        return parsers.flow_parser(sub, common, name, help_text, description)
 
     offsets = flow_parser(
         "offsets",

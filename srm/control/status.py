@@ -10,6 +10,14 @@ from srm.control.lists import configured_flow
 from srm.errors import SrmError
 from srm.health import flow_health
 
+# (help, description) of the subcommand
+HELP = (
+    "per flow: running or not, lag per topic, last heartbeat, last checkpoint, last error",
+    "Show every enabled flow (or the one of --source/--target): whether it runs (a replicated heartbeat "
+    "younger than 2 minutes), records not yet copied per topic, the age of the last checkpoint, and the last "
+    "error recorded.",
+)
+
 
 def _age(value: float | None) -> str:
     return "never" if value is None else f"{value:.0f} s ago"
@@ -38,17 +46,3 @@ def status(args: argparse.Namespace) -> dict[str, Any] | None:
         if error and error.get("log_url"):
             print(f"  log: {error['log_url']}")
     return None
-
-
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    parser = sub.add_parser(
-        "status",
-        parents=[common],
-        help="per flow: running or not, lag per topic, last heartbeat, last checkpoint, last error",
-        description="Show every enabled flow (or the one of --source/--target): whether it runs (a replicated "
-        "heartbeat younger than 2 minutes), records not yet copied per topic, the age of the last checkpoint, "
-        "and the last error recorded.",
-    )
-    parser.add_argument("--source", help="source cluster alias")
-    parser.add_argument("--target", help="target cluster alias")
-    parser.set_defaults(handler=status)

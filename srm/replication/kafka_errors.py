@@ -57,17 +57,8 @@ def write_error(
             f"not authorized to write topic {target_topic!r} on {target} (copying {where}): {principal} needs "
             f"WRITE on TOPIC {target_topic!r} (LITERAL, or PREFIXED {source + '.'!r} for every remote topic)"
         )
-    if name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
-        return ReplicationError(
-            f"not authorized to use the flow's transactional ids on {target}: {principal} needs WRITE on "
-            f"TRANSACTIONAL_ID PREFIXED {transactional_prefix(source, target)!r} (taking over a flow and fencing "
-            "use them even with exactly_once: false)"
-        )
-    if name == "GROUP_AUTHORIZATION_FAILED":
-        return ReplicationError(
-            f"not authorized to read replication progress on {target}: {principal} needs DESCRIBE on GROUP "
-            "PREFIXED '__srm.'"
-        )
+    if name in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
+        return _id_or_group_denied(name, principal, source, target)
     if name in FENCED:
         return ReplicationError(
             f"another writer took over this slot on {target} while copying {where} (transaction fenced); "
@@ -75,6 +66,38 @@ def write_error(
         )
     detail = error.str() if hasattr(error, "str") else str(error)
     return ReplicationError(f"cannot write {target_topic!r} partition {partition} on {target} ({where}): {detail}")
+
+
+def transaction_error(
+    error: Any, source_cluster: Cluster, target_cluster: Cluster, doing: str, topics: list[str]
+) -> ReplicationError:
+    """A transactional call refused for lack of an ACL: the transaction's error does not say which of its
+    topics (or ids) was refused, so the message names them and where the whole list is."""
+    principal, name = target_cluster.principal(), code_name(error)
+    listing = f"srm-control acls --source {source_cluster.alias} --target {target_cluster.alias}"
+    detail = error.str() if hasattr(error, "str") else str(error)
+    if name == "TOPIC_AUTHORIZATION_FAILED":
+        names = ", ".join(repr(t) for t in topics)
+        return ReplicationError(
+            f"not authorized to write to {target_cluster.alias} while {doing} ({detail}): {principal} needs WRITE on "
+            f"TOPIC {names}; `{listing}` lists every ACL the flow needs"
+        )
+    if name in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
+        return _id_or_group_denied(name, principal, source_cluster.alias, target_cluster.alias)
+    return ReplicationError(f"cannot write to {target_cluster.alias} while {doing}: {detail}")
+
+
+def _id_or_group_denied(name: str, principal: str, source: str, target: str) -> ReplicationError:
+    if name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
+        return ReplicationError(
+            f"not authorized to use the flow's transactional ids on {target}: {principal} needs WRITE on "
+            f"TRANSACTIONAL_ID PREFIXED {transactional_prefix(source, target)!r} (taking over a flow and fencing "
+            "use them even with exactly_once: false)"
+        )
+    return ReplicationError(
+        f"not authorized to read replication progress on {target}: {principal} needs DESCRIBE on GROUP "
+        "PREFIXED '__srm.'"
+    )
 
 
 def read_error(error: Any, *, source_cluster: Cluster, topic: str, partition: int, offset: int) -> ReplicationError:

@@ -29,7 +29,14 @@ from srm.errors import ReplicationError
 from srm.records import OffsetRunsRecord, OffsetSync, ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
-from srm.replication.kafka_errors import FENCED, KNOWN_WRITE_ERRORS, code_name, kafka_error, write_error
+from srm.replication.kafka_errors import (
+    FENCED,
+    KNOWN_WRITE_ERRORS,
+    code_name,
+    kafka_error,
+    transaction_error,
+    write_error,
+)
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import PROGRESS_READER, progress_group
 from srm.replication.runs import OffsetRun, SyncPacer
@@ -62,6 +69,8 @@ TRANSIENT = (
     "_PURGE_QUEUE",
     "_PURGE_INFLIGHT",
 )
+# Records librdkafka dropped from its queue: after an abortable transaction error, or on close.
+PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")
 PRODUCER_SETTINGS = {
     "linger.ms": 5,
     "batch.size": 1_000_000,
@@ -95,7 +104,11 @@ class _RoutedProducer(NamedTuple):
     router: _Router
 
     def close(self) -> None:
-        self.producer.close()
+        # A producer in a fatal state may fail to close: what failed before matters, not this.
+        try:
+            self.producer.close()
+        except Exception as exc:
+            log.warning("closing a dropped producer failed (%s)", exc)
 
 
 class TargetWriter:
@@ -274,6 +287,8 @@ class TargetWriter:
         if self.error is not None:
             error, state, offset, size = self.error
             self.error = None
+            if error.name() in PURGED and self.exactly_once:
+                error = self._failed_transaction() or error
             if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
                 log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())
                 raise TransactionAborted(error.str())
@@ -283,6 +298,24 @@ class TargetWriter:
                 f"{remaining} record(s) not acknowledged by {self.job.target.alias} within {FLUSH_TIMEOUT_S:.0f} s "
                 f"({self.job.target.describe()}): is the cluster reachable?"
             )
+
+    def _failed_transaction(self) -> Any:
+        """Why the transaction failed when librdkafka purged its records, or None.
+
+        An abortable transaction error (a partition that could not be added to the transaction, e.g.
+        TOPIC_AUTHORIZATION_FAILED) purges the queued records and is reported only by the next
+        transactional call. begin_transaction is the one without side effects: outside the ready
+        state it only fails, with the transaction's error when it has one (else a state error).
+        """
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.begin_transaction()
+        except KafkaException as exc:
+            cause = kafka_error(exc)
+            return cause if code_name(cause) in KNOWN_WRITE_ERRORS else None
+        self.in_transaction = True  # cannot happen in a transaction; if it did, the new one is aborted next
+        return None
 
     def _history(self, state: PartitionState) -> list[OffsetRun]:
         """Produce the history record of ``state``; the runs it holds (accounted for only once the
@@ -379,6 +412,11 @@ class TargetWriter:
     def _record_error(self, exc: Exception, state: PartitionState, offset: int, size: int) -> ReplicationError:
         return self._write_error(kafka_error(exc), state, offset, size)
 
+    @property
+    def by_target_topics(self) -> list[str]:
+        """The target topics this writer copies into, and the flow's history and progress topics."""
+        return [topic for topic, _ in self.by_target] + [self.job.history_topic, self.job.progress_topic]
+
     def _api_error(self, exc: Exception, doing: str) -> ReplicationError:
         """A failed transaction call: the producer is dropped, so the next task starts afresh."""
         self.usable = False
@@ -391,16 +429,7 @@ class TargetWriter:
                 "slot or a newer owner of the flow took over; the open transaction is aborted"
             )
         if name in KNOWN_WRITE_ERRORS:
-            return write_error(
-                error,
-                target_cluster=self.job.target,
-                target_topic=self.job.history_topic,
-                partition=0,
-                source_cluster=self.job.source,
-                topic="(transaction)",
-                offset=-1,
-                size=0,
-            )
+            return transaction_error(error, self.job.source, self.job.target, doing, sorted(set(self.by_target_topics)))
         detail = error.str() if hasattr(error, "str") else str(error)
         return ReplicationError(
             f"{doing} on {self.job.target.alias} ({self.job.target.describe()}) failed for {self._slot}: {detail}"

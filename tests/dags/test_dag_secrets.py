@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from srm import clients
-from srm.config import load_config
-from srm.local import LocalClusters
 from srm.topics import ensure_topic
 from tests.checkpointing import commit
-from tests.conftest import SASL_PASSWORD, SASL_PASSWORD_ENV, free_ports
+from tests.conftest import REFERENCE, SASL_PASSWORD, SASL_PASSWORD_ENV
 from tests.dags.test_dag_runs import Airflow, ok, run_dag
 from tests.helpers import produce, srm_control
 from tests.jobs import exactly_once
-from tests.replication import SINGLE_BROKER, Env, sequenced
+from tests.replication import sequenced
+from tests.secured import secured_env
 from tests.sniffer import CommandLineWatch, LoopbackCapture, can_capture
 from tests.spark_cluster import StandaloneCluster
 
@@ -32,53 +29,6 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(not can_capture(), reason="capturing loopback traffic needs root or CAP_NET_RAW"),
 ]
-REFERENCE = f"${{env:{SASL_PASSWORD_ENV}}}"
-
-
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
-    """A SASL_SSL broker of its own: its bootstrap, the client settings of its user, its folder."""
-    base = tmp_path_factory.mktemp("secured-kafka")
-    port, controller = free_ports(2)
-    client = {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": "replicator",
-        "sasl.password": REFERENCE,
-        "ssl.ca.location": str(base / "kafka" / "secured" / "security" / "ca.pem"),
-    }
-    cluster = {
-        "bootstrap.servers": f"127.0.0.1:{port}",
-        "local": {"security.protocol": "SASL_SSL", "controller.port": controller},
-        "client": client,
-    }
-    path = base / "srm.yaml"
-    path.write_text(yaml.safe_dump({"clusters": {"secured": cluster}, "flows": []}))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(SASL_PASSWORD_ENV, SASL_PASSWORD)
-        clusters = LocalClusters(load_config(path).local_clusters(), base)
-        try:
-            clusters.up()
-            # The Spark workers cannot see this folder: the CA travels as PEM text, not as a path.
-            ca = Path(client.pop("ssl.ca.location")).read_text()
-            yield cluster["bootstrap.servers"], {**client, "ssl.ca.pem": ca}, base
-        finally:
-            clusters.down()
-
-
-def secured_env(bootstrap: str, client: dict[str, str], tmp: Path, flow: dict[str, object]) -> Env:
-    """``west`` and ``east`` are two aliases of the secured broker, so both sides log in with the password."""
-    token = uuid.uuid4().hex[:6]
-    names = {"west": f"sw{token}", "east": f"se{token}"}
-    data = {
-        "defaults": SINGLE_BROKER,
-        "clusters": {alias: {"bootstrap.servers": bootstrap, "client": client} for alias in names.values()},
-        "flows": [{"source": names["west"], "target": names["east"], **flow}],
-        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
-    }
-    path = tmp / "srm.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return Env(path, load_config(path), tmp, names)
 
 
 def spark_defaults(folder: Path, events: Path) -> Path:

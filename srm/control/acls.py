@@ -1,0 +1,40 @@
+"""``srm-control acls``: the least-privilege ACLs a flow's principals need, per cluster."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from srm.acls import flow_grants
+from srm.config import load_config
+
+# (help, description) of the subcommand
+HELP = (
+    "list the ACLs a flow's principals need on each cluster",
+    "Print the least-privilege ACLs the replicator's principal needs on the source and the target of a flow "
+    "(what each is needed for); grant them with kafka-acls or your platform's tooling.",
+)
+
+
+def acls(args: argparse.Namespace) -> dict[str, Any] | None:
+    config = load_config(args.config, strict=True)
+    flow = config.flow(args.source, args.target)
+    grants = flow_grants(flow)
+    principals = {alias: config.cluster(alias).principal() for alias in (flow.source, flow.target)}
+    if args.json:
+        return {"flow": flow.name, "principals": principals, "acls": [asdict(g) for g in grants]}
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=160)
+    console.print(f"ACLs (ALLOW, host *) of flow {flow.name}; the principals:")
+    for alias, principal in principals.items():
+        console.print(f"  {alias}: {principal}")
+    table = Table()
+    for column in ("cluster", "resource", "pattern", "name", "operations", "needed for"):
+        table.add_column(column, overflow="fold")
+    for g in grants:
+        table.add_row(g.cluster, g.resource, g.pattern, g.name, ", ".join(g.operations), g.why)
+    console.print(table)
+    return None
