@@ -37,6 +37,9 @@ def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S) -
     except KafkaException as exc:
         error = exc.args[0]
         detail = error.str() if hasattr(error, "str") else str(error)
+        name = getattr(error, "name", lambda: "")()
+        if name.endswith("AUTHORIZATION_FAILED"):
+            detail += f" ({name}: an ACL is missing; `srm-control acls --source A --target B` lists a flow's)"
         raise (ClusterUnreachableError if _retriable(error) else SrmError)(f"{what}: {detail}") from None
 
 

@@ -247,6 +247,11 @@ def read_to_end(
                     yield message
                 elif error.name() == "_PARTITION_EOF":
                     return
+                elif error.name().endswith("AUTHORIZATION_FAILED") or error.fatal():
+                    raise SrmError(
+                        f"reading {topic}[{partition}]: {error.str()} ({error.name()}; `srm-control acls --source A "
+                        "--target B` lists the ACLs a flow needs)"
+                    )
     finally:
         if not keep_assigned:
             consumer.unassign()

@@ -1,4 +1,4 @@
-"""Retrying Kafka calls: retriable errors are retried with backoff, others fail at once with context."""
+"""Kafka calls that fail: retriable errors are retried with backoff, others (a missing ACL among them) fail at once."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def test_other_errors_fail_at_once_naming_the_call() -> None:
     with pytest.raises(SrmError, match="offsets of group g: ") as raised:
         retrying(call, "offsets of group g")
     assert not isinstance(raised.value, ClusterUnreachableError)
+    assert "GROUP_AUTHORIZATION_FAILED: an ACL is missing; `srm-control acls" in str(raised.value)
     assert len(calls) == 1
 
 
@@ -42,3 +43,22 @@ def test_retriable_errors_past_the_deadline_say_the_cluster_is_unreachable() -> 
     with pytest.raises(ClusterUnreachableError, match="list topics"):
         retrying(call, "list topics", timeout_s=0.5)
     assert 2 <= len(calls) < 10  # backoff 0.2 s, 0.4 s, ...
+
+
+def test_reading_an_internal_topic_without_its_acl_fails_at_once_naming_it() -> None:
+    from srm.topics import read_to_end
+
+    class Denied:  # what librdkafka hands a consumer whose principal may not read the topic
+        def error(self) -> KafkaError:
+            return KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+
+    class Consumer:
+        def assign(self, partitions: object) -> None: ...
+        def unassign(self) -> None: ...
+        def consume(self, count: int, timeout: float) -> list[Denied]:
+            return [Denied()]
+
+    with pytest.raises(
+        SrmError, match=r"reading srm-owners.internal\[0\]: .*TOPIC_AUTHORIZATION_FAILED.*srm-control acls"
+    ):
+        list(read_to_end(Consumer(), "srm-owners.internal"))
