@@ -21,6 +21,8 @@ from srm.replication.kafka_errors import transactional_prefix
 INTERNAL = ("CREATE", "DESCRIBE_CONFIGS", "READ", "WRITE")
 GROUP_PREFIX = "__srm."  # the group ids our readers name (committed() of progress, coordinator lookups)
 CLUSTER = "kafka-cluster"
+# A regex that matches one name only: ordinary characters and escaped ones, no operator.
+_LITERAL = re.compile(r"(?:[^.^$*+?{}\[\]\\|()]|\\.)+")
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,9 @@ def name_patterns(regexes: tuple[str, ...]) -> list[tuple[str, str]]:
     patterns: list[tuple[str, str]] = []
     for regex in regexes:
         head = regex.removesuffix(".*")
-        plain = re.sub(r"\\(.)", r"\1", head)
-        if re.escape(plain).replace("\\-", "-") != head.replace("\\-", "-") or not plain:
+        if not _LITERAL.fullmatch(head):
             return [("LITERAL", "*")]
+        plain = re.sub(r"\\(.)", r"\1", head)  # orders\.eu -> orders.eu
         patterns.append(("PREFIXED" if regex.endswith(".*") else "LITERAL", plain))
     return sorted(set(patterns))
 

@@ -146,16 +146,14 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
     }
     path = base / "srm.yaml"
     path.write_text(yaml.safe_dump({"clusters": {"secured": cluster}, "flows": []}))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(SASL_PASSWORD_ENV, SASL_PASSWORD)
-        clusters = LocalClusters(load_config(path).local_clusters(), base)
-        try:
-            clusters.up()
-            # The Spark workers cannot see this folder: the CA travels as PEM text, not as a path.
-            ca = Path(client.pop("ssl.ca.location")).read_text()
-            yield bootstrap, {**client, "ssl.ca.pem": ca}, base
-        finally:
-            clusters.down()
+    clusters = LocalClusters(load_config(path).local_clusters(), base)  # the password: os.environ, above
+    try:
+        clusters.up()
+        # The Spark workers cannot see this folder: the CA travels as PEM text, not as a path.
+        ca = Path(client.pop("ssl.ca.location")).read_text()
+        yield bootstrap, {**client, "ssl.ca.pem": ca}, base
+    finally:
+        clusters.down()
 
 
 @pytest.fixture(autouse=True)

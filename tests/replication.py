@@ -228,7 +228,8 @@ def produce_transactions(
             if not e.args[0].fatal():
                 raise
             producer = _transactional(cluster, transactional_id)
-            uncertain |= set() if index in abort else {index}
+            if index not in abort:
+                uncertain.add(index)
     if uncertain:
         present = {seq_of(r) for records in contents(cluster, topic).values() for r in records}
         committed |= {i for i in uncertain if seq_of(as_row(batches[i][0])) in present}

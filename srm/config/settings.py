@@ -215,7 +215,8 @@ class FlowSettings(BaseModel):
 
 
 def _field(alias: str) -> str:
-    return alias.replace(".", "_").replace("-", "_")
+    """The attribute of FlowSettings a user-facing option name is held in."""
+    return next(name for name, field in FlowSettings.model_fields.items() if field.alias == alias)
 
 
 def option_names() -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from typing import Any
 
@@ -100,8 +101,7 @@ def _plan_json(entry: GroupPlan) -> dict[str, Any]:
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
-    def flow_parser(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
-        return parsers.flow_parser(sub, common, name, help_text, description)
+    flow_parser = functools.partial(parsers.flow_parser, sub, common)
 
     offsets = flow_parser(
         "offsets",

@@ -38,8 +38,10 @@ def write_error(
     topic: str,
     offset: int,
     size: int,
+    remote_prefix: str,
 ) -> ReplicationError:
-    """Why a record could not be written to the target, and the setting (or ACL) to change."""
+    """Why a record could not be written to the target, and the setting (or ACL) to change.
+    ``remote_prefix``: what the flow's policy puts before every remote topic ('' for identity)."""
     name = code_name(error)
     target, source = target_cluster.alias, source_cluster.alias
     principal = target_cluster.principal()
@@ -53,9 +55,10 @@ def write_error(
             "resumes from there."
         )
     if name == "TOPIC_AUTHORIZATION_FAILED":
+        every = f" (LITERAL, or PREFIXED {remote_prefix!r} for every remote topic)" if remote_prefix else ""
         return ReplicationError(
             f"not authorized to write topic {target_topic!r} on {target} (copying {where}): {principal} needs "
-            f"WRITE on TOPIC {target_topic!r} (LITERAL, or PREFIXED {source + '.'!r} for every remote topic)"
+            f"WRITE on TOPIC {target_topic!r}{every}"
         )
     if name in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
         return _id_or_group_denied(name, principal, source, target)

@@ -57,6 +57,8 @@ TXN_TIMEOUT_S = 60.0
 RETRY_FOR_S = 120.0
 # Delivery failures that a later attempt can get past (the target's broker was down or a leader
 # moved for longer than librdkafka retried): the transaction is aborted and copied again.
+# Records librdkafka dropped from its queue: after an abortable transaction error, or on close.
+PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")
 TRANSIENT = (
     "_MSG_TIMED_OUT",
     "_TIMED_OUT",
@@ -66,11 +68,8 @@ TRANSIENT = (
     "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
     "LEADER_NOT_AVAILABLE",
     "NOT_LEADER_OR_FOLLOWER",
-    "_PURGE_QUEUE",
-    "_PURGE_INFLIGHT",
+    *PURGED,
 )
-# Records librdkafka dropped from its queue: after an abortable transaction error, or on close.
-PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")
 PRODUCER_SETTINGS = {
     "linger.ms": 5,
     "batch.size": 1_000_000,
@@ -407,15 +406,16 @@ class TargetWriter:
             topic=state.range.topic,
             offset=offset,
             size=size,
+            remote_prefix=self.job.flow.policy.format_remote_topic(self.job.source.alias, ""),
         )
 
     def _record_error(self, exc: Exception, state: PartitionState, offset: int, size: int) -> ReplicationError:
         return self._write_error(kafka_error(exc), state, offset, size)
 
     @property
-    def by_target_topics(self) -> list[str]:
+    def transaction_topics(self) -> list[str]:
         """The target topics this writer copies into, and the flow's history and progress topics."""
-        return [topic for topic, _ in self.by_target] + [self.job.history_topic, self.job.progress_topic]
+        return [*sorted({topic for topic, _ in self.by_target}), self.job.history_topic, self.job.progress_topic]
 
     def _api_error(self, exc: Exception, doing: str) -> ReplicationError:
         """A failed transaction call: the producer is dropped, so the next task starts afresh."""
@@ -429,7 +429,7 @@ class TargetWriter:
                 "slot or a newer owner of the flow took over; the open transaction is aborted"
             )
         if name in KNOWN_WRITE_ERRORS:
-            return transaction_error(error, self.job.source, self.job.target, doing, sorted(set(self.by_target_topics)))
+            return transaction_error(error, self.job.source, self.job.target, doing, self.transaction_topics)
         detail = error.str() if hasattr(error, "str") else str(error)
         return ReplicationError(
             f"{doing} on {self.job.target.alias} ({self.job.target.describe()}) failed for {self._slot}: {detail}"

@@ -28,11 +28,13 @@ def test_the_principal_is_named_as_the_brokers_see_it(client: dict[str, str], pr
     assert Cluster(alias="east", bootstrap_servers="h:1", client=client).principal().startswith(principal)
 
 
-def denied(code: int) -> str:
+def denied(code: int, remote_prefix: str = "west.") -> str:
     west = Cluster(alias="west", bootstrap_servers="h:1", client=SCRAM | {"sasl.username": "reader"})
     east = Cluster(alias="east", bootstrap_servers="h:2", client=SCRAM)
     where = {"target_topic": "west.orders", "partition": 3, "topic": "orders", "offset": 42, "size": 10}
-    return str(write_error(KafkaError(code), target_cluster=east, source_cluster=west, **where))
+    return str(
+        write_error(KafkaError(code), target_cluster=east, source_cluster=west, remote_prefix=remote_prefix, **where)
+    )
 
 
 def test_a_denied_write_names_principal_topic_and_operation() -> None:
@@ -42,6 +44,7 @@ def test_a_denied_write_names_principal_topic_and_operation() -> None:
     )
     assert "User:replicator (clusters.east) needs WRITE on TOPIC 'west.orders'" in message
     assert "PREFIXED 'west.'" in message
+    assert "PREFIXED" not in denied(KafkaError.TOPIC_AUTHORIZATION_FAILED, remote_prefix="")  # identity policy
 
 
 def test_a_denied_transactional_id_names_the_flows_prefix() -> None:
