@@ -84,6 +84,7 @@ def admin_client(cluster: Cluster, **overrides: Any) -> Any:
 
     admin: Any = AdminClient(client_settings(cluster, "admin", logger=LIBRDKAFKA_LOG, **overrides))
     admin.srm_cluster = f"{cluster.alias} ({cluster.describe()})"  # named in error messages
+    admin.srm_principal = cluster.principal()  # named when an ACL is missing (srm.retry.needs)
     return admin
 
 

@@ -23,7 +23,14 @@ from pathlib import Path
 from srm.config.model import Cluster, LocalBroker
 from srm.errors import LocalClusterError, PortInUseError
 from srm.jvm import kafka_command
-from srm.local_security import BrokerSecurity, client_login, client_setting, write_private
+from srm.local_security import (
+    CERTIFICATE_USER,
+    SECURED_PROTOCOLS,
+    BrokerSecurity,
+    client_login,
+    client_setting,
+    write_private,
+)
 from srm.probe import broker_answers
 
 # A broker on this machine starts in 2-5 s; JIT warm-up on a loaded 2-core machine can take
@@ -73,12 +80,16 @@ class ClusterState:
 class LocalKafka:
     """One local single-node cluster; ``cluster`` (its client user) is needed when it runs SASL_SSL."""
 
+    security: BrokerSecurity | None
+
     def __init__(self, alias: str, broker: LocalBroker, base: Path, cluster: Cluster | None = None) -> None:
         self.alias = alias
         self.broker = broker
         self.cluster = cluster
         self.home = base / "kafka" / alias
-        self.security = BrokerSecurity(self.home, broker.host) if broker.security_protocol == "SASL_SSL" else None
+        self.security = None
+        if broker.security_protocol in SECURED_PROTOCOLS:
+            self.security = BrokerSecurity(self.home, broker.host, broker.security_protocol)
         self.properties = self.home / "server.properties"
         self.data = self.home / "data"
         self.logs = self.home / "logs"
@@ -101,9 +112,14 @@ class LocalKafka:
             }
         )
         if self.security is not None:
-            props.update(self.security.server_properties(port, cport, client_setting(self._cluster(), "sasl.username")))
+            props.update(self.security.server_properties(port, cport, self._client_user()))
         props.update(self.broker.server)
         return props
+
+    def _client_user(self) -> str:
+        if self.security is not None and self.security.mtls:
+            return CERTIFICATE_USER
+        return client_setting(self._cluster(), "sasl.username")
 
     def _cluster(self) -> Cluster:
         if self.cluster is None:
@@ -191,7 +207,7 @@ class LocalKafka:
         )
 
     def _create_client_user(self) -> None:
-        if self.security is not None:
+        if self.security is not None and not self.security.mtls:
             user, password = client_login(self._cluster())
             self.security.upsert_user(self.bootstrap, user, password, self.alias)
 
@@ -241,7 +257,7 @@ class LocalClusters:
             member.wait_until_answering(deadline)
         return [
             f"{m.alias}: {'started' if new else 'already running'} at {m.bootstrap} (pid {m.pid()})"
-            + (f", SASL_SSL/SCRAM-SHA-512, CA {m.security.ca}" if m.security else "")
+            + (m.security.summary() if m.security else "")
             for m, new in zip(self.members, started, strict=True)
         ]
 

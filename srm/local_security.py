@@ -1,21 +1,30 @@
-"""A secured local cluster: SASL_SSL with SCRAM-SHA-512, a throw-away CA and an authorizer.
+"""A secured local cluster: a throw-away CA, TLS, an authorizer, and SCRAM-SHA-512 or mTLS logins.
 
-``local: {security.protocol: SASL_SSL}`` on a cluster makes ``make kafka-up`` (and the test
-fixtures) run its broker this way. Everything secret lives under ``<cluster>/security/`` (mode 0700):
+``local: {security.protocol: SASL_SSL}`` or ``local: {security.protocol: SSL}`` on a cluster makes
+``make kafka-up`` (and the test fixtures) run its broker this way. Everything secret lives under
+``<cluster>/security/`` (mode 0700, files 0600):
 
-- ``ca.pem`` — the throw-away CA's certificate; clients trust it (``ssl.ca.location``/``ssl.ca.pem``).
-  Its key signs the broker's certificate (SANs 127.0.0.1 and localhost, so hostname checks pass)
-  and is then dropped: nothing else is ever signed (remove the folder for a new CA).
+- ``ca.pem`` / ``ca.key`` — the throw-away CA; clients trust ``ca.pem`` (``ssl.ca.location`` or
+  ``ssl.ca.pem``). Its key signs the broker's certificate (SANs 127.0.0.1 and localhost, so
+  hostname checks pass) and, for mTLS, client certificates (remove the folder for a new CA).
 - ``broker.p12`` — the broker's key and certificate, with a generated store password.
-- ``admin.password`` — the SCRAM password of ``admin``, the broker's own super user. It is
-  written into the metadata log when the storage is formatted (SCRAM credentials must exist
-  before the broker can authenticate its own inter-broker connections).
 
+SASL_SSL: SCRAM-SHA-512 is the only mechanism. ``admin.password`` is the SCRAM password of
+``admin``, the broker's own super user, written into the metadata log when the storage is formatted
+(SCRAM credentials must exist before the broker can authenticate its inter-broker connections).
 The cluster's client user (``client.sasl.username`` / ``client.sasl.password``, references
 resolved) is created or updated through the Admin API as ``admin`` after every start, so its
-password never appears on a command line or in a properties file. ``StandardAuthorizer`` checks
-every request; the super users are ``admin``, the client user, and ``ANONYMOUS`` on the
-loopback-only PLAINTEXT controller listener (the broker's own connection to its controller).
+password never appears on a command line or in a properties file.
+
+SSL (mTLS): every client presents a certificate the CA signed (``ssl.client.auth=required``); the
+principal is the certificate's CN (``User:<CN>``, by ``ssl.principal.mapping.rules``). The client
+certificate of ``replicator`` is written as ``client.pem`` / ``client.key``; ``issue_client``
+signs one for any other principal. The broker talks to itself with its own certificate
+(``User:<host>``).
+
+``StandardAuthorizer`` checks every request; the super users are the broker's own principal, the
+client user, and ``ANONYMOUS`` on the loopback-only PLAINTEXT controller listener (the broker's own
+connection to its controller).
 """
 
 from __future__ import annotations
@@ -33,8 +42,11 @@ from srm.config.model import Cluster
 from srm.config.secrets import resolve_references
 from srm.errors import LocalClusterError
 
+SECURED_PROTOCOLS = ("SASL_SSL", "SSL")
 MECHANISM = "SCRAM-SHA-512"
 ADMIN = "admin"
+# The principal of the client certificate an mTLS local cluster issues (client.pem / client.key).
+CERTIFICATE_USER = "replicator"
 # Long enough for a development machine; the files are recreated when the folder is removed.
 CERT_DAYS = 3650
 # SCRAM iterations: Kafka's minimum is 4096; more only slows every login of a dev cluster.
@@ -57,58 +69,98 @@ def client_setting(cluster: Cluster, key: str) -> str:
 
 
 class BrokerSecurity:
-    """The TLS files, the admin login and the server settings of one SASL_SSL local broker."""
+    """The TLS files, the admin login and the server settings of one secured local broker."""
 
-    def __init__(self, home: Path, host: str) -> None:
+    def __init__(self, home: Path, host: str, protocol: str = "SASL_SSL") -> None:
+        if protocol not in SECURED_PROTOCOLS:
+            raise LocalClusterError(f"local security.protocol {protocol!r}: expected one of {SECURED_PROTOCOLS}")
         self.folder = home / "security"
         self.host = host
+        self.protocol = protocol
         self.ca = self.folder / "ca.pem"
+        self.ca_key = self.folder / "ca.key"
         self.keystore = self.folder / "broker.p12"
         self.store_password_file = self.folder / "broker.p12.password"
         self.admin_password_file = self.folder / "admin.password"
+        self.client_certificate = self.folder / "client.pem"
+        self.client_key = self.folder / "client.key"
+
+    @property
+    def mtls(self) -> bool:
+        return self.protocol == "SSL"
 
     def ensure(self) -> None:
-        """Create the CA, the broker's keystore and the admin password unless they exist."""
+        """Create the CA, the broker's keystore and the admin password or client certificate unless they exist."""
         self.folder.mkdir(parents=True, exist_ok=True)
         self.folder.chmod(0o700)
-        if not self.ca.exists():
+        if not self.ca.exists() or not self.ca_key.exists():
             self._write_tls()
-        if not self.admin_password_file.exists():
+        if self.mtls and not self.client_certificate.exists():
+            certificate, key = self.issue_client(CERTIFICATE_USER)
+            write_private(self.client_key, key)
+            self.client_certificate.write_text(certificate)
+        if not self.mtls and not self.admin_password_file.exists():
             write_private(self.admin_password_file, secrets.token_urlsafe(24))
+
+    def summary(self) -> str:
+        """What ``make kafka-up`` prints about the cluster's security."""
+        if self.mtls:
+            return (
+                f", SSL with client certificates (mTLS), CA {self.ca}, client certificate of "
+                f"User:{CERTIFICATE_USER} {self.client_certificate} (key {self.client_key})"
+            )
+        return f", SASL_SSL/SCRAM-SHA-512, CA {self.ca}"
 
     @property
     def admin_password(self) -> str:
         return self.admin_password_file.read_text().strip()
 
     def server_properties(self, port: int, controller_port: int, client_user: str) -> dict[str, str]:
-        host = self.host
-        jaas = (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="{ADMIN}" password="{self.admin_password}";'
-        )
-        return {
-            "listeners": f"SASL_SSL://{host}:{port},CONTROLLER://{host}:{controller_port}",
-            "advertised.listeners": f"SASL_SSL://{host}:{port}",
-            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
-            "inter.broker.listener.name": "SASL_SSL",
-            "sasl.enabled.mechanisms": MECHANISM,
-            "sasl.mechanism.inter.broker.protocol": MECHANISM,
-            f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config": jaas,
+        host, listener = self.host, self.protocol
+        props = {
+            "listeners": f"{listener}://{host}:{port},CONTROLLER://{host}:{controller_port}",
+            "advertised.listeners": f"{listener}://{host}:{port}",
+            "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": listener,
             "ssl.keystore.type": "PKCS12",
             "ssl.keystore.location": str(self.keystore),
             "ssl.keystore.password": self.store_password_file.read_text().strip(),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(self.ca),
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        }
+        if self.mtls:
+            props |= {
+                "ssl.client.auth": "required",
+                # User:<CN> rather than the whole distinguished name, as most mTLS deployments map it.
+                "ssl.principal.mapping.rules": "RULE:^CN=([^,]+)$/$1/,DEFAULT",
+                "super.users": f"User:{host};User:ANONYMOUS;User:{client_user}",
+            }
+            return props
+        jaas = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{ADMIN}" password="{self.admin_password}";'
+        )
+        return props | {
+            "sasl.enabled.mechanisms": MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": MECHANISM,
+            f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config": jaas,
             "super.users": f"User:{ADMIN};User:ANONYMOUS;User:{client_user}",
         }
 
     def format_arguments(self) -> list[str]:
         """StorageTool arguments that put the admin's SCRAM credential into the metadata log."""
-        return ["--add-scram", f"{MECHANISM}=[name={ADMIN},password={self.admin_password}]"]
+        return [] if self.mtls else ["--add-scram", f"{MECHANISM}=[name={ADMIN},password={self.admin_password}]"]
 
     def admin_settings(self) -> dict[str, Any]:
-        """librdkafka settings that log in as the broker's super user."""
+        """librdkafka settings that log in as the broker's super user (mTLS: the broker's own certificate)."""
+        if self.mtls:
+            return {
+                "security.protocol": "SSL",
+                "ssl.ca.location": str(self.ca),
+                "ssl.keystore.location": str(self.keystore),
+                "ssl.keystore.password": self.store_password_file.read_text().strip(),
+            }
         return {
             "security.protocol": "SASL_SSL",
             "sasl.mechanism": MECHANISM,
@@ -130,6 +182,28 @@ class BrokerSecurity:
                 future.result()
             except Exception as exc:  # librdkafka's KafkaException, or a timeout
                 raise LocalClusterError(f"cluster {alias}: creating SCRAM user {user!r} failed: {exc}") from None
+
+    def issue_client(self, user: str) -> tuple[str, str]:
+        """A client certificate (PEM, with the CA after it) and its unencrypted key (PEM) for ``User:<user>``."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+        ca_cert = x509.load_pem_x509_certificate(self.ca.read_bytes())
+        ca_key = serialization.load_pem_private_key(self.ca_key.read_bytes(), None)
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, user)])
+        certificate = (
+            _certificate(subject, ca_cert.subject, key.public_key(), datetime.datetime.now(datetime.UTC))
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256())
+        )
+        chain = certificate.public_bytes(serialization.Encoding.PEM) + self.ca.read_bytes()
+        pem_key = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        return chain.decode(), pem_key.decode()
 
     def _write_tls(self) -> None:
         from cryptography import x509
@@ -161,7 +235,12 @@ class BrokerSecurity:
         )
         write_private(self.store_password_file, store_password)
         write_private(self.keystore, keystore)
+        pem_ca_key = ca_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        write_private(self.ca_key, pem_ca_key)
         self.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+        self.client_certificate.unlink(missing_ok=True)  # signed by the CA this replaces
 
 
 def _certificate(subject: Any, issuer: Any, public_key: Any, now: datetime.datetime) -> Any:

@@ -8,7 +8,7 @@ starts or a coordinator moves and clear within seconds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
@@ -21,9 +21,26 @@ BACKOFF_S = 0.2  # the first wait; doubled after each attempt, up to MAX_BACKOFF
 MAX_BACKOFF_S = 2.0
 
 
-def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S) -> T:
+def needs(admin: Any, operation: str, resource: str) -> str:
+    """Who needs what for a call of ``admin`` (see ``srm.clients.admin_client``), for an ACL denial:
+    ``User:srm (clusters.east) needs CREATE on TOPIC 'us-west.orders'``."""
+    principal = getattr(admin, "srm_principal", "the client's principal")
+    return f"{principal} needs {operation} on {resource}"
+
+
+def acl_hint(error: Any, needed: str | None) -> str:
+    """``error``'s text; for an authorization failure, what ACL is missing and where to look them up."""
+    detail = str(error.str()) if hasattr(error, "str") else str(error)
+    name = getattr(error, "name", lambda: "")()
+    if name.endswith("AUTHORIZATION_FAILED"):
+        detail += f" ({name}: {needed or 'an ACL is missing'}; `srm-control acls --source A --target B` lists a flow's)"
+    return detail
+
+
+def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S, *, needed: str | None = None) -> T:
     """``call()``; retriable KafkaExceptions are retried until ``timeout_s`` (then
-    ClusterUnreachableError), others raise SrmError."""
+    ClusterUnreachableError), others raise SrmError. ``needed`` (see :func:`needs`) tells, on an
+    authorization failure, which ACL the call needs."""
     from confluent_kafka import KafkaException
 
     attempts = Retrying(
@@ -36,10 +53,7 @@ def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S) -
         return attempts(call)
     except KafkaException as exc:
         error = exc.args[0]
-        detail = error.str() if hasattr(error, "str") else str(error)
-        name = getattr(error, "name", lambda: "")()
-        if name.endswith("AUTHORIZATION_FAILED"):
-            detail += f" ({name}: an ACL is missing; `srm-control acls --source A --target B` lists a flow's)"
+        detail = acl_hint(error, needed)
         raise (ClusterUnreachableError if _retriable(error) else SrmError)(f"{what}: {detail}") from None
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.errors import SrmError
-from srm.retry import retrying
+from srm.retry import needs, retrying
 from srm.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
@@ -31,8 +31,8 @@ def _resolve(futures: dict[Any, Any]) -> dict[Any, Any]:
     return {key: future.result(timeout=ADMIN_TIMEOUT_S) for key, future in futures.items()}
 
 
-def _admin(request: Callable[[], dict[Any, Any]], what: str, admin: Any = None) -> dict[Any, Any]:
-    return retrying(lambda: _resolve(request()), _on(admin, what))
+def _admin(request: Callable[[], dict[Any, Any]], what: str, admin: Any, needed: str) -> dict[Any, Any]:
+    return retrying(lambda: _resolve(request()), _on(admin, what), needed=needed)
 
 
 def _on(admin: Any, what: str) -> str:
@@ -59,7 +59,9 @@ def ensure_topic(
             raise
         return True
 
-    return retrying(create, _on(admin, f"cannot create topic {name!r}"))
+    return retrying(
+        create, _on(admin, f"cannot create topic {name!r}"), needed=needs(admin, "CREATE", f"TOPIC {name!r}")
+    )
 
 
 def partition_counts(admin: Any, include_internal: bool = False) -> dict[str, int]:
@@ -89,7 +91,12 @@ def describe_config_values(admin: Any, topic: str) -> list[ConfigValue]:
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType  # type: ignore[attr-defined]
 
     resource = ConfigResource(ResourceType.TOPIC, topic)
-    entries = _admin(lambda: admin.describe_configs([resource]), f"cannot read the configs of topic {topic!r}", admin)
+    entries = _admin(
+        lambda: admin.describe_configs([resource]),
+        f"cannot read the configs of topic {topic!r}",
+        admin,
+        needs(admin, "DESCRIBE_CONFIGS", f"TOPIC {topic!r}"),
+    )
     return [
         ConfigValue(e.name, e.value, ConfigSource(e.source).name, bool(e.is_read_only), bool(e.is_sensitive))
         for e in entries[resource].values()
@@ -118,6 +125,7 @@ def _describe(admin: Any, topics: list[str]) -> dict[str, Any]:
         lambda: admin.describe_topics(TopicCollection(topics), request_timeout=ADMIN_TIMEOUT_S),
         "cannot describe topics",
         admin,
+        needs(admin, "DESCRIBE", "TOPIC " + ", ".join(map(repr, topics))),
     )
 
 
@@ -172,6 +180,7 @@ def _offsets(
         ),
         "cannot list offsets of " + ", ".join(sorted({t for t, _ in specs})),
         admin,
+        needs(admin, "DESCRIBE", "TOPIC " + ", ".join(repr(t) for t in sorted({t for t, _ in specs}))),
     )
     return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
 
@@ -183,6 +192,7 @@ def create_partitions(admin: Any, topic: str, total: int) -> None:
         lambda: admin.create_partitions([NewPartitions(topic, total)], operation_timeout=ADMIN_TIMEOUT_S),
         f"cannot grow topic {topic!r} to {total} partitions",
         admin,
+        needs(admin, "ALTER", f"TOPIC {topic!r}"),
     )
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from srm.config import SrmConfig, load_config
 from srm.local import LocalClusters
 from srm.probe import broker_answers
 from tests.jobs import Job
+from tests.secured import SIDES, SecuredCluster, local_brokers
 from tests.spark_cluster import StandaloneCluster
 
 EXISTING_CLUSTERS_ENV = "SRM_TEST_CONFIG"
@@ -126,34 +126,66 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalo
 
 
 @pytest.fixture(scope="session")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str], Path]]:
-    """A SASL_SSL broker (SCRAM-SHA-512, StandardAuthorizer) of the session, started by the first test that
-    asks: its bootstrap, the client settings of its (super) user, its folder."""
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, SecuredCluster]]:
+    """Two SASL_SSL brokers, ``west`` and ``east`` (SCRAM-SHA-512, StandardAuthorizer, a CA each), started
+    by the first test that asks, for the rest of the session; their client user is ``replicator``."""
     base = tmp_path_factory.mktemp("secured-kafka")
-    port, controller = free_ports(2)
-    client = {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": "replicator",
-        "sasl.password": REFERENCE,
-        "ssl.ca.location": str(base / "kafka" / "secured" / "security" / "ca.pem"),
+    ports = free_ports(4)
+    clusters = {
+        side: {
+            "bootstrap.servers": f"127.0.0.1:{ports[2 * i]}",
+            "local": {"security.protocol": "SASL_SSL", "controller.port": ports[2 * i + 1]},
+            "client": {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "replicator",
+                "sasl.password": REFERENCE,  # the password: os.environ, above
+                "ssl.ca.location": str(base / "kafka" / side / "security" / "ca.pem"),
+            },
+        }
+        for i, side in enumerate(SIDES)
     }
-    bootstrap = f"127.0.0.1:{port}"
+    with local_brokers(base, clusters) as pair:
+        yield pair
+
+
+@pytest.fixture(scope="session")
+def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster]:
+    """A broker that wants client certificates its CA signed (mTLS, StandardAuthorizer), started by the
+    first test that asks; its client settings are those of the certificate of ``User:replicator``."""
+    base = tmp_path_factory.mktemp("mtls-kafka")
+    port, controller = free_ports(2)
+    security = base / "kafka" / "mtls" / "security"
+    client = {
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(security / "ca.pem"),
+        "ssl.certificate.location": str(security / "client.pem"),
+        "ssl.key.location": str(security / "client.key"),
+    }
     cluster = {
-        "bootstrap.servers": bootstrap,
-        "local": {"security.protocol": "SASL_SSL", "controller.port": controller},
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "local": {"security.protocol": "SSL", "controller.port": controller},
         "client": client,
     }
-    path = base / "srm.yaml"
-    path.write_text(yaml.safe_dump({"clusters": {"secured": cluster}, "flows": []}))
-    clusters = LocalClusters(load_config(path).local_clusters(), base)  # the password: os.environ, above
-    try:
-        clusters.up()
-        # The Spark workers cannot see this folder: the CA travels as PEM text, not as a path.
-        ca = Path(client.pop("ssl.ca.location")).read_text()
-        yield bootstrap, {**client, "ssl.ca.pem": ca}, base
-    finally:
-        clusters.down()
+    with local_brokers(base, {"mtls": cluster}) as brokers:
+        yield brokers["mtls"]
+
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Run:
+    """``cli(config, *args)`` runs srm-control in this process: (exit code, stdout, stderr)."""
+    from srm.control.cli import main as srm_control
+
+    def run(config: Path, *args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = srm_control([*args[:1], "--config", str(config), *args[1:]])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 @pytest.fixture(autouse=True)

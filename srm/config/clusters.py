@@ -36,7 +36,7 @@ class LocalSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     controller_port: int | None = Field(None, alias="controller.port", ge=1, le=65535)
-    security_protocol: Literal["PLAINTEXT", "SASL_SSL"] = Field("PLAINTEXT", alias="security.protocol")
+    security_protocol: Literal["PLAINTEXT", "SASL_SSL", "SSL"] = Field("PLAINTEXT", alias="security.protocol")
     server: ClientSettings = Field(default_factory=dict)
 
 
@@ -109,29 +109,42 @@ def _local_problems(spec: ClusterSpec) -> list[tuple[tuple[str, ...], str]]:
         ]
     if spec.local and spec.local.controller_port == int(port):
         return [(("local", "controller.port"), f"controller.port {port} is the broker port; pick another")]
-    if spec.local and spec.local.security_protocol == "SASL_SSL":
-        return _secured_client_problems(spec.client)
+    if spec.local and spec.local.security_protocol != "PLAINTEXT":
+        return _secured_client_problems(spec.local.security_protocol, spec.client)
     return []
 
 
-# What the clients of a SASL_SSL local cluster must say: the broker offers SCRAM-SHA-512 only, and
-# its client user is the one these settings name (srm/local_security.py creates it).
-SECURED_LOCAL_CLIENT = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}
+# What the clients of a secured local cluster must say: a SASL_SSL broker offers SCRAM-SHA-512 only,
+# and its client user is the one these settings name (srm/local_security.py creates it); an SSL
+# broker wants a certificate its CA signed (make kafka-up writes the one of User:replicator).
+SECURED_LOCAL_CLIENT = {
+    "SASL_SSL": {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"},
+    "SSL": {"security.protocol": "SSL"},
+}
+SECURED_LOCAL_LOGIN = {
+    "SASL_SSL": {"sasl.username": "(its user)", "sasl.password": "(its user's password)"},
+    "SSL": {
+        "ssl.certificate.location": "(<local dir>/kafka/<alias>/security/client.pem) or client.ssl.certificate.pem",
+        "ssl.key.location": "(<local dir>/kafka/<alias>/security/client.key) or client.ssl.key.pem",
+    },
+}
 
 
-def _secured_client_problems(client: dict[str, str]) -> list[tuple[tuple[str, ...], str]]:
+def _secured_client_problems(protocol: str, client: dict[str, str]) -> list[tuple[tuple[str, ...], str]]:
     problems: list[tuple[tuple[str, ...], str]] = []
-    for key, wanted in SECURED_LOCAL_CLIENT.items():
+    needs = f"local.security.protocol {protocol} needs"
+    for key, wanted in SECURED_LOCAL_CLIENT[protocol].items():
         if client.get(key, "").upper() != wanted:
-            problems.append((("client", key), f"local.security.protocol SASL_SSL needs client.{key}: {wanted}"))
-    for key in ("sasl.username", "sasl.password"):
-        if not client.get(key):
-            problems.append((("client", key), f"local.security.protocol SASL_SSL needs client.{key} (its user)"))
+            problems.append((("client", key), f"{needs} client.{key}: {wanted}"))
+    for key, what in SECURED_LOCAL_LOGIN[protocol].items():
+        pem = key.replace(".location", ".pem")
+        if not client.get(key) and not client.get(pem):
+            problems.append((("client", key), f"{needs} client.{key} {what}"))
     if "ssl.ca.location" not in client and "ssl.ca.pem" not in client:
         problems.append(
             (
                 ("client", "ssl.ca.location"),
-                "local.security.protocol SASL_SSL needs client.ssl.ca.location (the local CA, "
+                f"{needs} client.ssl.ca.location (the local CA, "
                 "<local dir>/kafka/<alias>/security/ca.pem, written by `make kafka-up`) or client.ssl.ca.pem",
             )
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -24,7 +25,7 @@ class LocalBroker(_Frozen):
     host: str
     port: int
     controller_port: int
-    security_protocol: Literal["PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"  # SASL_SSL: srm/local_security.py
+    security_protocol: Literal["PLAINTEXT", "SASL_SSL", "SSL"] = "PLAINTEXT"  # see srm/local_security.py
     server: dict[str, str] = Field(default_factory=dict)  # extra server.properties entries
 
 
@@ -62,8 +63,22 @@ class Cluster(_Frozen):
         if protocol.startswith("SASL"):
             return f"the {mechanism} principal of clusters.{self.alias}"
         if protocol == "SSL" and {"ssl.certificate.location", "ssl.certificate.pem"} & set(self.client):
-            return f"the client certificate's principal of clusters.{self.alias}"
+            # Kafka's default principal of a certificate is User:<its whole subject>; brokers' own
+            # ssl.principal.mapping.rules may shorten it (to User:<CN>, say).
+            subject = self._certificate_subject()
+            return f"the principal of the client certificate{f' {subject}' if subject else ''} (clusters.{self.alias})"
         return f"User:ANONYMOUS (clusters.{self.alias}: no authentication)"
+
+    def _certificate_subject(self) -> str | None:
+        """The subject (``CN=...``) of the client certificate, if it can be read."""
+        from cryptography import x509
+
+        pem, location = self.client.get("ssl.certificate.pem"), self.client.get("ssl.certificate.location")
+        try:
+            data = str(pem).encode() if isinstance(pem, str) else Path(str(location)).read_bytes()
+            return str(x509.load_pem_x509_certificates(data)[0].subject.rfc4514_string())
+        except (OSError, ValueError, IndexError):
+            return None
 
 
 class Flow(_Frozen):

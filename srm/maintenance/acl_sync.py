@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.errors import SrmError
+from srm.retry import acl_hint, needs
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def _bindings(admin: Any) -> list[Any] | None:
     except KafkaException as exc:
         if exc.args[0].name() == "SECURITY_DISABLED":
             return None
-        raise SrmError(f"cannot read ACLs: {exc.args[0].str()}") from None
+        detail = acl_hint(exc.args[0], needs(admin, "DESCRIBE", "CLUSTER 'kafka-cluster'"))
+        raise SrmError(f"cannot read ACLs: {detail}") from None
 
 
 def source_acls(admin: Any, topics: set[str]) -> list[Acl] | None:
@@ -74,6 +76,7 @@ def source_acls(admin: Any, topics: set[str]) -> list[Acl] | None:
 
 def sync_topic_acls(source_admin: Any, target_admin: Any, topics: dict[str, str]) -> list[Acl] | None:
     """Create on the target the mirrored bindings it lacks; the bindings created, None if skipped."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AclBinding,
         AclOperation,
@@ -106,5 +109,9 @@ def sync_topic_acls(source_admin: Any, target_admin: Any, topics: dict[str, str]
         for a in missing
     ]
     for future in target_admin.create_acls(bindings, request_timeout=30).values():
-        future.result(timeout=30)
+        try:
+            future.result(timeout=30)
+        except KafkaException as exc:
+            detail = acl_hint(exc.args[0], needs(target_admin, "ALTER", "CLUSTER 'kafka-cluster'"))
+            raise SrmError(f"cannot create ACLs: {detail}") from None
     return missing

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.config.model import Flow
-from srm.retry import retrying
+from srm.retry import needs, retrying
 from srm.topic_configs import ConfigValue, configs_to_copy
 from srm.topics import describe_config_values
 
@@ -85,6 +85,7 @@ def sync_topic_configs(flow: Flow, source_admin: Any, target_admin: Any, topics:
             for future in target_admin.incremental_alter_configs([resource]).values():
                 future.result(30)
 
-        retrying(alter, f"cannot change the configs of {remote!r} on {flow.target}")
+        needed = needs(target_admin, "ALTER_CONFIGS", f"TOPIC {remote!r}")
+        retrying(alter, f"cannot change the configs of {remote!r} on {flow.target}", needed=needed)
         made += changes
     return made

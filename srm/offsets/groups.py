@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import SrmError
-from srm.retry import retrying
+from srm.retry import acl_hint, needs, retrying
 
 ADMIN_TIMEOUT_S = 30.0
 WARM_UP_S = 60.0  # a coordinator loads its log in seconds; a fresh cluster creates __consumer_offsets first
@@ -74,7 +74,8 @@ def describe_groups(admin: Any, groups: Iterable[str]) -> dict[str, GroupState]:
                 if error.name() in RETRIABLE and time.monotonic() < deadline:
                     retry.append(group)
                     continue
-                raise SrmError(f"cannot describe consumer group {group!r}: {error.str()}") from None
+                detail = acl_hint(error, needs(admin, "DESCRIBE", f"GROUP {group!r}"))
+                raise SrmError(f"cannot describe consumer group {group!r}: {detail}") from None
             states[group] = GroupState(group, _state_name(info.state), len(info.members or []))
         pending = retry
         if pending:
@@ -112,7 +113,10 @@ def group_offsets(admin: Any, groups: Iterable[str]) -> dict[str, GroupOffsets]:
             out[group] = GroupOffsets(group, offsets)
         return out
 
-    return retrying(request, "cannot read consumer group offsets")
+    groups_named = ", ".join(map(repr, wanted))
+    return retrying(
+        request, "cannot read consumer group offsets", needed=needs(admin, "DESCRIBE", f"GROUP {groups_named}")
+    )
 
 
 def alter_group_offsets(admin: Any, group: str, offsets: dict[tuple[str, int], int]) -> str | None:
@@ -125,6 +129,6 @@ def alter_group_offsets(admin: Any, group: str, offsets: dict[tuple[str, int], i
             timeout=ADMIN_TIMEOUT_S
         )
     except KafkaException as exc:
-        return str(exc.args[0].str())
+        return acl_hint(exc.args[0], needs(admin, "READ", f"GROUP {group!r}"))
     failed = [tp for tp in result.topic_partitions or [] if tp.error is not None]
     return f"{failed[0].error.str()} ({len(failed)} partition(s))" if failed else None

@@ -1,8 +1,9 @@
-"""A flow on a SASL_SSL cluster (SCRAM-SHA-512, its password a ``${env:...}`` reference) runs through
-the Airflow DAG and ``srm-control`` on the Spark standalone cluster, and its password shows up
+"""A flow between two SASL_SSL clusters (SCRAM-SHA-512, the password a ``${env:...}`` reference) runs
+through the Airflow DAG and ``srm-control`` on the Spark standalone cluster, and its password shows up
 nowhere: not in the traffic between the job's processes (pickled tasks, shipped files, py4j), not
 in Spark's event logs, not on any command line, not in task, job, executor or broker logs, not in
-the metrics tables."""
+the metrics tables, not in the output of any srm-control command (text and ``--json``), not in the
+REST API's responses or the API server's log."""
 
 from __future__ import annotations
 
@@ -14,14 +15,18 @@ from pathlib import Path
 import pytest
 
 from srm import clients
+from srm.airflow import callables
+from srm.airflow.local import LocalAirflow
+from srm.config.model import Flow
 from srm.topics import ensure_topic
+from tests.airflow_api import PASSWORD, USER, ApiServer
 from tests.checkpointing import commit
 from tests.conftest import REFERENCE, SASL_PASSWORD, SASL_PASSWORD_ENV
 from tests.dags.test_dag_runs import Airflow, ok, run_dag
 from tests.helpers import produce, srm_control
 from tests.jobs import exactly_once
 from tests.replication import sequenced
-from tests.secured import secured_env
+from tests.secured import SecuredCluster, secured_env
 from tests.sniffer import CommandLineWatch, LoopbackCapture, can_capture
 from tests.spark_cluster import StandaloneCluster
 
@@ -46,6 +51,54 @@ def spark_defaults(folder: Path, events: Path) -> Path:
     return folder
 
 
+def commands(source: str, target: str, group: str) -> list[tuple[str, ...]]:
+    """Every srm-control command that talks to the clusters or shows the config, as a user runs them."""
+    flow = ("--source", source, "--target", target)
+    return [
+        ("validate",),
+        ("validate", "--json"),
+        ("status", *flow),
+        ("status", *flow, "--json"),
+        ("acls", *flow),
+        ("acls", *flow, "--json"),
+        ("topics", *flow, "--list"),
+        ("groups", *flow, "--list", "--json"),
+        ("translate", *flow, "--group", group),
+        ("offsets", *flow, "--group", group, "--export"),
+        ("failover", *flow, "--group", group, "--apply", "--json"),  # then failback has a group to move back
+        ("failback", *flow, "--group", group),
+    ]
+
+
+def cli_output(config: Path, args: tuple[str, ...]) -> str:
+    done = srm_control(config, *args)
+    assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+    return done.stdout + done.stderr
+
+
+def rest_responses(airflow: LocalAirflow, tmp: Path, flow: Flow, topic: str, group: str) -> dict[str, str]:
+    """The REST API's answers about the flow (and the API server's log), as text."""
+    source, target = flow.source, flow.target
+    server = ApiServer(airflow, tmp)
+    try:
+        server.wait()
+        token = server.token(USER, PASSWORD)
+        paths = [
+            "/srm/v2/replications",
+            f"/srm/v2/replications/{source}/{target}/topics",
+            f"/srm/v2/cluster-metrics/{source}/{target}/record-rate",
+            f"/srm/v2/topic-metrics/{source}/{target}/{topic}/replication-latency-ms",
+            f"/srm/v2/translate?source={source}&target={target}&group={group}",
+        ]
+        answers = {path: server.get(path, token) for path in paths}
+    finally:
+        server.stop()
+    assert {path: status for path, (status, _) in answers.items()} == dict.fromkeys(paths, 200), answers
+    (replication,) = answers["/srm/v2/replications"][1]["replications"]
+    assert replication["flow"] == f"{source}->{target}", replication
+    return {path: json.dumps(body) for path, (_, body) in answers.items()} | {"api server": server.log.read_text()}
+
+
 def warehouse_rows(root: Path) -> list[str]:
     """Every row of every Delta table under ``root``, as text."""
     from deltalake import DeltaTable
@@ -57,15 +110,15 @@ def warehouse_rows(root: Path) -> list[str]:
 
 
 def test_a_sasl_password_travels_nowhere_in_clear(
-    secured: tuple[str, dict[str, str], Path],
+    secured: dict[str, SecuredCluster],
     spark_cluster: StandaloneCluster,
     tmp_path: Path,
     unique: Callable[[str], str],
     *,
     airflow: Airflow,
+    airflow_home: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    bootstrap, client, broker_folder = secured
     topic, group = unique("sasl-orders"), unique("sasl-reader")
     connection = unique("spark_sasl").replace("-", "_")
     monkeypatch.setenv(SASL_PASSWORD_ENV, SASL_PASSWORD)
@@ -75,12 +128,14 @@ def test_a_sasl_password_travels_nowhere_in_clear(
     events = tmp_path / "spark-events"
     monkeypatch.setenv("SPARK_CONF_DIR", str(spark_defaults(tmp_path / "spark-conf", events)))
     flow_settings = {"topics": [topic], "tasks.max": 2, "spark.connection_id": connection}
-    env = secured_env(bootstrap, client, tmp_path, flow_settings)
+    env = secured_env(secured, tmp_path, flow_settings)
     flow = env.flow()
     ensure_topic(clients.admin_client(env.west), topic, 4)
     produce(env.west, topic, sequenced(4, 2000))
     commit(env.west, group, {(topic, p): 100 * (p + 1) for p in range(4)})
     password = SASL_PASSWORD.encode()
+    maintained = ok(run_dag(env, airflow, "maintenance"))
+    assert callables.emit_heartbeats(str(env.path), flow.source, flow.target, 1) >= 1
 
     with (
         LoopbackCapture([password, REFERENCE.encode(), topic.encode()]) as capture,
@@ -90,12 +145,15 @@ def test_a_sasl_password_travels_nowhere_in_clear(
         flow_args = ("--source", flow.source, "--target", flow.target, "--master", spark_cluster.master)
         checkpointed = srm_control(env.path, "run", "checkpoints", *flow_args)
     dropped = capture.stop()
+    beating = ok(
+        run_dag(env, airflow, "heartbeats", {"duration_seconds": 1, "stall_threshold_seconds": 600, "wait_seconds": 1})
+    )
     assert checkpointed.returncode == 0, checkpointed.stdout[-3000:] + checkpointed.stderr[-3000:]
     assert exactly_once(env, topic, 2000, 4) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
-    translated = srm_control(env.path, "translate", "--source", flow.source, "--target", flow.target, "--group", group)
-    assert translated.returncode == 0 and len(translated.stdout.splitlines()) == 4, (
-        translated.stdout + translated.stderr
-    )
+    outputs = {" ".join(args): cli_output(env.path, args) for args in commands(flow.source, flow.target, group)}
+    translated = outputs[f"translate --source {flow.source} --target {flow.target} --group {group}"]
+    assert len(translated.splitlines()) == 4, outputs
+    outputs |= rest_responses(airflow(env.path), tmp_path, flow, topic, group)
 
     # The capture saw the jobs' own traffic (the topic in the tasks, the reference in the shipped
     # YAML) and lost nothing, so its zero for the password means something.
@@ -108,10 +166,13 @@ def test_a_sasl_password_travels_nowhere_in_clear(
     assert not [log for log in event_logs if password in log]
     logs = {
         "task log": replicated.log,
+        "maintenance task log": maintained.log,
+        "heartbeats task log": beating.log,
         "srm-control run checkpoints": checkpointed.stdout + checkpointed.stderr,
         "executors": spark_cluster.executor_logs(),
         **{str(p): p.read_text(errors="replace") for p in (spark_cluster.folder / "logs").glob("*.log")},
-        **{str(p): p.read_text(errors="replace") for p in (broker_folder / "kafka").glob("*/logs/*")},
+        **{str(p): p.read_text(errors="replace") for side in secured.values() for p in side.logs.glob("*")},
+        **outputs,
     }
     assert re.search(rf"flow {re.escape(flow.name)}", replicated.log), replicated.log[-2000:]
     assert [where for where, text in logs.items() if SASL_PASSWORD in text] == []

@@ -15,7 +15,6 @@ import yaml
 
 from srm import clients
 from srm.config import SrmConfig, load_config
-from srm.control.cli import main as srm_control
 from srm.jvm import kafka_command
 from srm.local import LocalClusters
 from srm.offsets.checkpoint_store import read_checkpoints
@@ -23,26 +22,12 @@ from srm.offsets.checkpointing import CheckpointPass
 from srm.sparkapp import start_replication
 from srm.topics import ensure_topic
 from tests.checkpointing import active_member, commit, committed_on, read_from
-from tests.conftest import free_ports
+from tests.conftest import Run, free_ports
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import FLOW_WITHIN_S, target_records, wait_for
 from tests.replication import SINGLE_BROKER, Env, contents, make_env, replicate, sequenced
 
 pytestmark = pytest.mark.integration
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Run:
-    """``cli(config, *args)`` runs srm-control in this process: (exit code, stdout, stderr)."""
-
-    def run(config: Path, *args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = srm_control([*args[:1], "--config", str(config), *args[1:]])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def test_topic_lists_change_a_running_flow_within_seconds(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from confluent_kafka import KafkaError
 from pydantic import SecretStr
 
 from srm.config.model import Cluster
+from srm.local_security import BrokerSecurity
 from srm.replication.kafka_errors import read_error, write_error
 
 SCRAM = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "replicator"}
@@ -20,12 +23,25 @@ SCRAM = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sa
         ({**SCRAM, "sasl.mechanism": "PLAIN"}, "User:replicator (clusters.east)"),
         ({**SCRAM, "sasl.username": SecretStr("x")}, "the SASL user (sasl.username) of clusters.east"),
         ({**SCRAM, "sasl.mechanism": "OAUTHBEARER"}, "the OAUTHBEARER principal of clusters.east"),
-        ({"security.protocol": "SSL", "ssl.certificate.location": "/c.pem"}, "the client certificate's principal"),
+        ({"security.protocol": "SSL", "ssl.certificate.location": "/c"}, "the principal of the client certificate ("),
         ({"security.protocol": "SSL"}, "User:ANONYMOUS"),
     ],
 )
 def test_the_principal_is_named_as_the_brokers_see_it(client: dict[str, str], principal: str) -> None:
     assert Cluster(alias="east", bootstrap_servers="h:1", client=client).principal().startswith(principal)
+
+
+def test_the_principal_of_a_client_certificate_names_its_subject(tmp_path: Path) -> None:
+    security = BrokerSecurity(tmp_path, "127.0.0.1", "SSL")
+    security.ensure()
+    certificate, _ = security.issue_client("auditor")
+    for client in (
+        {"security.protocol": "SSL", "ssl.certificate.pem": certificate},
+        {"security.protocol": "SSL", "ssl.certificate.location": str(security.client_certificate)},
+    ):
+        subject = "CN=auditor" if "ssl.certificate.pem" in client else "CN=replicator"
+        principal = Cluster(alias="east", bootstrap_servers="h:1", client=client).principal()
+        assert principal == f"the principal of the client certificate {subject} (clusters.east)"
 
 
 def denied(code: int, remote_prefix: str = "west.") -> str:

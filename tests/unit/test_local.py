@@ -56,7 +56,13 @@ def test_a_sasl_ssl_broker_authenticates_and_authorizes_every_client(tmp_path: P
     assert props["super.users"] == "User:admin;User:ANONYMOUS;User:replicator"
     folder = tmp_path / "kafka" / "secured" / "security"
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
-    assert sorted(p.name for p in folder.iterdir()) == ["admin.password", "broker.p12", "broker.p12.password", "ca.pem"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "admin.password",
+        "broker.p12",
+        "broker.p12.password",
+        "ca.key",
+        "ca.pem",
+    ]
     assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in folder.iterdir() if p.name != "ca.pem")
     ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
@@ -76,3 +82,32 @@ def test_a_sasl_ssl_broker_needs_its_client_user(tmp_path: Path) -> None:
         LocalClusterError, match=r"cluster secured: a SASL_SSL local cluster needs client\.sasl\.username"
     ):
         member.server_properties()
+
+
+def test_an_mtls_broker_wants_a_certificate_its_ca_signed_and_maps_its_cn_to_the_principal(tmp_path: Path) -> None:
+    broker = LocalBroker(host="127.0.0.1", port=39092, controller_port=39093, security_protocol="SSL")
+    member = LocalKafka("mtls", broker, tmp_path, Cluster(alias="mtls"))
+    assert member.security is not None and member.security.mtls
+    member.security.ensure()
+    props = member.server_properties()
+    assert props["listeners"] == "SSL://127.0.0.1:39092,CONTROLLER://127.0.0.1:39093"
+    assert props["inter.broker.listener.name"] == "SSL" and props["ssl.client.auth"] == "required"
+    assert props["super.users"] == "User:127.0.0.1;User:ANONYMOUS;User:replicator"
+    assert "sasl.enabled.mechanisms" not in props and member.security.format_arguments() == []
+    folder = tmp_path / "kafka" / "mtls" / "security"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "broker.p12",
+        "broker.p12.password",
+        "ca.key",
+        "ca.pem",
+        "client.key",
+        "client.pem",
+    ]
+    assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in folder.iterdir() if p.suffix == ".key")
+    ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+    chain = x509.load_pem_x509_certificates((folder / "client.pem").read_bytes())
+    assert [c.subject.rfc4514_string() for c in chain] == ["CN=replicator", ca.subject.rfc4514_string()]
+    chain[0].verify_directly_issued_by(ca)
+    other, key = member.security.issue_client("auditor")
+    assert x509.load_pem_x509_certificates(other.encode())[0].subject.rfc4514_string() == "CN=auditor"
+    assert "PRIVATE KEY" in key

@@ -6,9 +6,11 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from pydantic import SecretStr
 
+from srm.config.model import Cluster
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.retry import retrying
+from srm.retry import needs, retrying
 
 
 def failing(errors: list[int], result: str = "ok") -> tuple[list[int], Callable[[], str]]:
@@ -36,6 +38,21 @@ def test_other_errors_fail_at_once_naming_the_call() -> None:
     assert not isinstance(raised.value, ClusterUnreachableError)
     assert "GROUP_AUTHORIZATION_FAILED: an ACL is missing; `srm-control acls" in str(raised.value)
     assert len(calls) == 1
+
+
+def test_a_denied_admin_call_names_the_principal_the_operation_and_the_resource() -> None:
+    from srm.clients import admin_client
+
+    scram = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "mirror"}
+    scram |= {"sasl.password": SecretStr("not-used")}
+    admin = admin_client(Cluster(alias="east", bootstrap_servers="127.0.0.1:1", client=scram))
+    _, call = failing([KafkaError.TOPIC_AUTHORIZATION_FAILED])
+    with pytest.raises(SrmError) as raised:
+        retrying(call, "cannot create topic 'west.orders'", needed=needs(admin, "CREATE", "TOPIC 'west.orders'"))
+    assert str(raised.value).startswith(
+        "cannot create topic 'west.orders': Broker: Topic authorization failed (TOPIC_AUTHORIZATION_FAILED: "
+        "User:mirror (clusters.east) needs CREATE on TOPIC 'west.orders'; `srm-control acls"
+    ), raised.value
 
 
 def test_retriable_errors_past_the_deadline_say_the_cluster_is_unreachable() -> None:
