@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from srm.control import acls, commands, lists, offsets, status
+from srm.control import acls, commands, lists, offsets, status, takeover
 from srm.control.parsers import flow_parser
 from srm.errors import ConfigError, SrmError
 
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     offsets.add_parsers(sub, common)
     flow_parser(sub, common, "status", *status.HELP, required=False, handler=status.status)
     flow_parser(sub, common, "acls", *acls.HELP, handler=acls.acls)
+    takeover.add_parser(sub, common)
 
     local = sub.add_parser(
         "local",
