@@ -145,6 +145,10 @@ class FlowSettings(BaseModel):
     groups: RegexList = (".*",)
     groups_exclude: RegexList = Field(DEFAULT_GROUPS_EXCLUDE, alias="groups.exclude")
     heartbeats_replication_enabled: bool = Field(True, alias="heartbeats.replication.enabled")
+    # Prefixless active/active (srm/replication/provenance.py): every record written carries its
+    # origin cluster and hop count; a record from the target, or past the hop limit, is not copied.
+    provenance_headers_enabled: bool = Field(False, alias="provenance.headers.enabled")
+    provenance_max_hops: int = Field(1, alias="provenance.max.hops", ge=1, le=100)
 
     # --- naming -------------------------------------------------------------------------------
     replication_policy_class: str = Field("default", alias="replication.policy.class", min_length=1)
@@ -192,6 +196,11 @@ class FlowSettings(BaseModel):
                 raise CrossFieldError(
                     name, f"{name} ({value}) cannot differ from {leader} ({follows}): {why}; set {leader} instead"
                 )
+        if "provenance_max_hops" in self.model_fields_set and not self.provenance_headers_enabled:
+            raise CrossFieldError(
+                "provenance.max.hops",
+                "provenance.max.hops needs provenance.headers.enabled: true (it limits those headers)",
+            )
         if self.sync_group_offsets_enabled and not self.emit_checkpoints_enabled:
             raise CrossFieldError(
                 "emit.checkpoints.enabled",

@@ -15,6 +15,7 @@ A partition the flow never copied a record of translates to the end of its remot
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from srm import clients
@@ -23,6 +24,7 @@ from srm.errors import NotConfiguredError, UsageError
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import group_offsets
 from srm.offsets.history import FlowHistory, load_history
+from srm.offsets.merged import merged_position, reverse_flow
 from srm.offsets.translate import to_source, to_target
 from srm.replication.selector import TopicSelector
 from srm.topics import list_offsets, partition_counts
@@ -55,17 +57,31 @@ class Translator:
             self._history = load_history(self.config, self.flow)
         return self._history
 
+    @cached_property
+    def back_history(self) -> FlowHistory | None:
+        """The history of target -> source when both are prefixless active/active (srm.offsets.merged)."""
+        reverse = reverse_flow(self.config, self.flow)
+        return None if reverse is None else load_history(self.config, reverse)
+
     def offset(self, topic: str, partition: int, offset: int, direction: Direction = "forward") -> Translated:
         """Translate one offset; ``topic`` is the topic on the cluster the consumer leaves."""
+        back = self.back_history
         if direction == "forward":
-            translated = to_target(self.history.get(topic, partition), offset)
+            own = self.history.get(topic, partition)
+            translated = (
+                to_target(own, offset) if back is None else merged_position(own, back.get(topic, partition), offset)
+            )
             out = self.selector.remote(topic)
             if translated is None:
                 translated = self._end(self.flow.target, out, partition)
         else:
             source_topic = self._source_topic(topic)
             out = source_topic
-            translated = to_source(self.history.get(source_topic, partition), offset)
+            own = self.history.get(source_topic, partition)
+            if back is None:
+                translated = to_source(own, offset)
+            else:  # from the target's side: the flow back's forward translation
+                translated = merged_position(back.get(source_topic, partition), own, offset)
             if translated is None:
                 translated = self._end(self.flow.source, source_topic, partition)
         return Translated(out, partition, translated, topic, offset)

@@ -30,6 +30,7 @@ from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_chec
 from srm.offsets.group_sync import SyncReport, sync_group_offsets
 from srm.offsets.groups import group_offsets, list_groups
 from srm.offsets.history import FlowHistory, load_history
+from srm.offsets.merged import merged_position, reverse_flow
 from srm.records import Checkpoint
 from srm.replication.selector import TopicSelector
 from srm.topics import broker_count, list_offsets, partition_counts
@@ -95,11 +96,14 @@ class CheckpointPass:
         self.pass_id = uuid.uuid4().hex[:12]
         self.sync = sync and flow.settings.sync_group_offsets_enabled
         self.metrics: list[dict[str, Any]] = []
+        self._back_history: FlowHistory | None = None  # the flow back, when active/active prefixless
 
     def run(self) -> PassReport:
         started = time.monotonic()
         self._ensure_topics()
         history = load_history(self.config, self.flow)
+        reverse = reverse_flow(self.config, self.flow)
+        self._back_history = None if reverse is None else load_history(self.config, reverse)
         forward = self._forward(history)
         backward = self._backward(history)
         sync = None
@@ -155,7 +159,7 @@ class CheckpointPass:
         topics = {t for t in {k[0] for k in history.partitions} if self.selector.replicates(t)}
         direction.groups, rows = self._group_rows(admin, topics)
         seen = datetime.now(UTC)
-        translated = self._translate(rows, history, "forward")
+        translated = self._merged(self._translate(rows, history, "forward"), history, "forward")
         fresh = [Checkpoint(g, self.selector.remote(t), p, up, down, meta) for g, t, p, up, meta, down in translated]
         self._apply(direction, fresh, self.target, self.forward_topic().name)
         self._record(direction, translated, seen)
@@ -186,7 +190,7 @@ class CheckpointPass:
         direction.groups, rows = self._group_rows(admin, set(original))
         seen = datetime.now(UTC)
         rows = [(g, original[t], p, pos, meta) for g, t, p, pos, meta in rows]
-        translated = self._translate(rows, history, "backward")
+        translated = self._merged(self._translate(rows, history, "backward"), history, "backward")
         fresh = [Checkpoint(g, t, p, up, down, meta) for g, t, p, up, meta, down in translated]
         self._apply(direction, fresh, self.source, self.backward_topic().name)
         self._record(direction, translated, seen)
@@ -209,6 +213,22 @@ class CheckpointPass:
         )
         result = translate_frame(offsets, runs, direction, ends).collect()
         return [(r["group"], r["topic"], r["partition"], r["position"], r["metadata"], r["translated"]) for r in result]
+
+    def _merged(self, translated: list[tuple[Any, ...]], history: FlowHistory, direction: str) -> list[tuple[Any, ...]]:
+        """Prefixless active/active: positions that account for the records of both sides (srm.offsets.merged)."""
+        if self._back_history is None:
+            return translated
+        back = self._back_history
+        out = []
+        for group, topic, partition, position, metadata, found in translated:
+            own, other = history.get(topic, partition), back.get(topic, partition)
+            merged = (
+                merged_position(own, other, position)
+                if direction == "forward"
+                else merged_position(other, own, position)
+            )
+            out.append((group, topic, partition, position, metadata, found if merged is None else merged))
+        return out
 
     def _apply(self, direction: Direction, fresh: list[Checkpoint], cluster: Any, topic: str) -> None:
         previous = read_checkpoints(cluster, topic)

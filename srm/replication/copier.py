@@ -33,6 +33,7 @@ from srm.replication.kafka_errors import is_fatal, read_error
 from srm.replication.ownership import latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import PROGRESS_READER, Progress, progress_group, read_progress
+from srm.replication.provenance import Provenance
 from srm.replication.writer import TargetWriter, TransactionAborted
 from srm.topics import list_offsets, partition_leaders
 
@@ -71,7 +72,13 @@ class CopyLoop:
     def __init__(self, job: CopyJob, cache: ClientCache = CACHE) -> None:
         self.job = job
         self.cache = cache
-        self.fail_on_loss = job.flow.settings.on_data_loss == "fail"
+        settings = job.flow.settings
+        self.fail_on_loss = settings.on_data_loss == "fail"
+        self.provenance = (
+            Provenance(job.flow.source, job.flow.target, settings.provenance_max_hops)
+            if settings.provenance_headers_enabled
+            else None
+        )
         self.writer = TargetWriter(job, cache)
         self.consumer = self._source_consumer()
         self.states: dict[Key, PartitionState] = {}
@@ -235,6 +242,7 @@ class CopyLoop:
         counts, sizes and ages are added up per partition after the loop."""
         polled_ms = time.time() * 1000
         produce = self.writer.produce
+        provenance = self.provenance
         states = self.states
         # state -> where this call's records start in state.produced and state.stamps
         touched: dict[PartitionState, tuple[int, int]] = {}
@@ -251,19 +259,27 @@ class CopyLoop:
             if offset >= end:
                 self._finish(state, end)
                 continue
+            # None only from the provenance rule: the record came from the target or is past the hop limit.
+            headers = (message.headers() or []) if provenance is None else provenance.headers(message.headers())
+            if headers is None:  # not copied: a gap in the runs, as an aborted record
+                self._advance(state, offset, end)
+                continue
             if state not in touched:
                 touched[state] = (len(state.produced), len(state.stamps))
                 if state.result.first_offset < 0:
                     state.result.first_offset = offset
-            state.result.bytes += produce(state, message, offset, message.timestamp()[1])
-            state.next_offset = offset + 1
-            if offset + 1 >= end:
-                self._finish(state, end)
+            state.result.bytes += produce(state, message, offset, message.timestamp()[1], headers)
+            self._advance(state, offset, end)
         for state, (first, first_stamp) in touched.items():
             result = state.result
             result.last_offset = state.next_offset - 1
             result.records += len(state.produced) - first
             result.record_age.add_ages(polled_ms, state.stamps[first_stamp:])
+
+    def _advance(self, state: PartitionState, offset: int, end: int) -> None:
+        state.next_offset = offset + 1
+        if offset + 1 >= end:
+            self._finish(state, end)
 
     def _event(self, state: PartitionState, message: Any, error: Any) -> None:
         name = error.name()

@@ -157,9 +157,10 @@ class TargetWriter:
         self.by_target = {s.target: s for s in states}
 
     # --- records -----------------------------------------------------------------------------
-    def produce(self, state: PartitionState, message: Any, offset: int, timestamp: int) -> int:
-        """Write one source record to the same partition of the target, CreateTime kept (the
-        copy loop's per-record path: keep it lean, see bench/REPORT.md "Profile"). Returns the value's size."""
+    def produce(self, state: PartitionState, message: Any, offset: int, timestamp: int, headers: Any) -> int:
+        """Write one source record to the same partition of the target with ``headers`` (the record's
+        own, or with provenance), CreateTime kept (the copy loop's per-record path: keep it lean, see
+        bench/REPORT.md "Profile"). Returns the value's size."""
         value = message.value()
         value_size = len(value) if value else 0
         if not self.in_transaction:
@@ -173,7 +174,7 @@ class TargetWriter:
                     key=message.key(),
                     partition=r.partition,
                     timestamp=timestamp if timestamp > 0 else 0,  # 0: now, for a record without one
-                    headers=message.headers(),
+                    headers=headers,
                 )
                 break
             except BufferError:  # local queue full: let delivery reports drain it

@@ -121,6 +121,30 @@ flows:
     assert "(a:inv -> b:inv -> c:inv -> a:inv -> ...)" in issues[0].message
 
 
+def test_provenance_headers_make_identity_active_active_safe() -> None:
+    identity = "defaults: {replication.policy.class: identity, provenance.headers.enabled: true}\n" + TWO
+    config = parse(identity + "flows:\n  - {source: a, target: b}\n  - {source: b, target: a}\n")
+    assert all(f.settings.provenance_headers_enabled and f.settings.provenance_max_hops == 1 for f in config.flows)
+    # three clusters: safe with one hop (each record straight from its origin), refused with more
+    ring = "flows:\n  - {source: a, target: b}\n  - {source: b, target: c}\n  - {source: c, target: a}\n"
+    parse(identity + ring)
+    _, issues = parse_config(identity.replace("}", ", provenance.max.hops: 2}", 1) + ring, "t.yaml")
+    assert len(issues) == 1
+    assert "form a loop of 3 clusters with provenance.max.hops above 1" in issues[0].message
+    assert "set provenance.max.hops: 1 on every flow of the loop" in issues[0].message
+    # both directions need the headers
+    one_way = "defaults: {replication.policy.class: identity}\n" + TWO
+    one_way += "flows:\n  - {source: a, target: b, provenance.headers.enabled: true}\n  - {source: b, target: a}\n"
+    _, issues = parse_config(one_way, "t.yaml")
+    assert len(issues) == 1 and "set provenance.headers.enabled: true on every flow of the loop" in issues[0].message
+
+
+def test_a_hop_limit_without_provenance_headers_is_refused() -> None:
+    _, issues = parse_config(TWO + "flows:\n  - {source: a, target: b, provenance.max.hops: 2}\n", "t.yaml")
+    assert len(issues) == 1
+    assert "provenance.max.hops needs provenance.headers.enabled: true" in issues[0].message
+
+
 def test_disabled_flow_breaks_a_loop() -> None:
     parse(
         "defaults: {replication.policy.class: identity}\n"
