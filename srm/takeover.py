@@ -25,10 +25,11 @@ one-time cost of the takeover, logged per partition.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from srm.errors import NotConfiguredError, SrmError
 from srm.internal_topics import ensure_internal_topic, flow_internal_topics, history_topic_name, progress_topic_name
 from srm.records import OffsetRunsRecord, ProgressRecord
 from srm.replication.kafka_errors import transactional_prefix
-from srm.replication.runs import OffsetRun, RunTracker
+from srm.replication.runs import RUNS_PER_RECORD, OffsetRun, RunTracker
 from srm.topics import broker_count, list_offsets, partition_counts, read_to_end, topic_ids
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class PartitionTakeover:
     next_offset: int  # ours: one past the last source record the target holds
     copied: int  # records of the source on the target (each counted once)
     duplicated: int  # target records that repeat a record already copied (MM2 wrote them twice)
+    unmatched: int  # target records whose original is gone from the source (or that MM2 did not write)
     runs: tuple[OffsetRun, ...] = field(repr=False)
 
     @property
@@ -80,6 +82,7 @@ class PartitionTakeover:
             "copied_past_mm2_commit": self.past_commit,
             "records_on_target": self.copied,
             "duplicated_by_mm2": self.duplicated,
+            "without_original": self.unmatched,
             "runs": len(self.runs),
         }
 
@@ -162,17 +165,19 @@ def plan(config: SrmConfig, flow: Flow, properties: Path) -> list[PartitionTakeo
         if remote not in remotes:
             continue  # MM2 never copied it: the flow starts it as any new topic
         for partition in range(count):
-            lined = line_up(source, target, (topic, partition), remote)
+            mm2_next = committed.get((topic, partition))
+            lined = line_up(source, target, (topic, partition), remote, mm2_next)
             plans.append(
                 PartitionTakeover(
                     topic,
                     partition,
                     remote,
                     ids[topic],
-                    committed.get((topic, partition)),
+                    mm2_next,
                     lined.next_offset,
                     lined.copied,
                     lined.duplicated,
+                    lined.unmatched,
                     tuple(lined.runs),
                 )
             )
@@ -185,54 +190,63 @@ class LinedUp:
     next_offset: int
     copied: int = 0
     duplicated: int = 0
+    unmatched: int = 0
     runs: list[OffsetRun] = field(default_factory=list)
 
 
-def line_up(source: Any, target: Any, key: Key, remote: str) -> LinedUp:
-    """Pair every record of ``remote``[p] on the target with the source record it copies."""
+def line_up(source: Any, target: Any, key: Key, remote: str, mm2_next: int | None = None) -> LinedUp:
+    """Pair every record of ``remote``[p] on the target with the source record it copies, in order.
+
+    The source is read whole into an index (digest -> offsets), aborted records included (MM2 reads
+    read_uncommitted unless told otherwise), so a copy whose original is further on (the source
+    compacted, or a gap) is still found. A target record matching only originals before the one
+    expected is a second copy (MM2 restarted); one matching none has lost its original (retention,
+    compaction) or was not written by MM2: it is counted, and moves nothing. Where MM2 committed
+    further than the copies found (copies removed from the target since), its commit wins: it only
+    commits records the target acknowledged."""
     topic, partition = key
     (earliest,) = list_offsets(clients.admin_client(source), [key], "earliest").values()
-    copies = list(_digests(target, remote, partition))
+    floor = earliest if mm2_next is None else max(earliest, mm2_next)
+    copies = list(_digests(target, remote, partition, "read_committed"))
     if not copies:
-        return LinedUp(earliest)
-    originals = _digests(source, topic, partition)
-    first_digest = copies[0][1]
-    seen: set[bytes] = set()
-    tracker = RunTracker()
-    original = next(originals, None)
-    while original is not None and original[1] != first_digest:  # the target's first record; older ones expired
-        original = next(originals, None)
-    lined = LinedUp(earliest)
+        return LinedUp(floor)
+    return pair(copies, _digests(source, topic, partition, "read_uncommitted"), earliest, floor)
+
+
+def pair(copies: list[tuple[int, bytes]], originals: Iterable[tuple[int, bytes]], earliest: int, floor: int) -> LinedUp:
+    """Line ``copies`` (target offset, digest) up with ``originals`` (source offset, digest), both in
+    offset order; ``floor``: where the flow starts at the earliest (MM2's commit)."""
+    index: dict[bytes, list[int]] = {}
+    for offset, digest in originals:
+        index.setdefault(digest, []).append(offset)
+    lined, tracker, expected = LinedUp(floor), RunTracker(), earliest
     for target_offset, digest in copies:
-        if original is not None and digest == original[1]:
-            tracker.add(original[0], target_offset)
-            seen.add(digest)
+        found = index.get(digest, [])
+        at = bisect.bisect_left(found, expected)
+        if at < len(found):
+            tracker.add(found[at], target_offset)
             lined.copied += 1
-            lined.next_offset = original[0] + 1
-            original = next(originals, None)
-        elif digest in seen:
+            expected = found[at] + 1
+        elif found:
             lined.duplicated += 1
         else:
-            raise TakeoverError(
-                f"{remote}[{partition}] offset {target_offset} on the target is no copy of a record of "
-                f"{topic}[{partition}] at or after source offset {lined.next_offset}: something else wrote to the "
-                "remote topic, or MM2 copied with a different policy; nothing was written"
-            )
+            lined.unmatched += 1
     lined.runs = tracker.finish()
+    lined.next_offset = max(expected, floor)
     return lined
 
 
-def _digests(cluster: Any, topic: str, partition: int) -> Iterator[tuple[int, bytes]]:
-    """(offset, digest of key, value, headers and timestamp) of every committed record of one partition."""
-    consumer = clients.consumer(cluster, "srm-takeover", **{"enable.partition.eof": True})
+def _digests(cluster: Any, topic: str, partition: int, isolation: str) -> Iterator[tuple[int, bytes]]:
+    """(offset, digest of key, value and headers) of every record of one partition. Timestamps are left
+    out: a topic with LogAppendTime on one side would match nothing; the order does the rest."""
+    consumer = clients.consumer(cluster, "srm-takeover", **{"enable.partition.eof": True, "isolation.level": isolation})
     try:
         for message in read_to_end(consumer, topic, partition):
             digest = hashlib.blake2b(digest_size=16)
-            for part in (message.key(), message.value()):
+            headers = message.headers() or []
+            for part in (message.key(), message.value(), *(b for h in headers for b in (h[0].encode(), h[1]))):
                 digest.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(4, "big") + part)
-            for name, value in message.headers() or []:
-                digest.update(name.encode() + b"\x00" + (b"" if value is None else value))
-            digest.update(message.timestamp()[1].to_bytes(8, "big", signed=True))
+            digest.update(len(headers).to_bytes(4, "big"))
             yield message.offset(), digest.digest()
     finally:
         consumer.close()
@@ -273,10 +287,12 @@ def apply(config: SrmConfig, flow: Flow, plans: list[PartitionTakeover]) -> None
         producer.init_transactions(60)
         producer.begin_transaction()
         for p in plans:
-            runs = tuple((r.source_first, r.target_first, r.length) for r in p.runs)
-            history = OffsetRunsRecord(p.topic, p.partition, p.topic_id, p.next_offset, runs)
+            runs = [(r.source_first, r.target_first, r.length) for r in p.runs]
+            for start in range(0, max(len(runs), 1), RUNS_PER_RECORD):
+                chunk = tuple(runs[start : start + RUNS_PER_RECORD])
+                history = OffsetRunsRecord(p.topic, p.partition, p.topic_id, p.next_offset, chunk)
+                producer.produce(history_topic_name(flow), **history.as_produce_kwargs())
             progress = ProgressRecord(p.topic, p.partition, p.topic_id, p.next_offset)
-            producer.produce(history_topic_name(flow), **history.as_produce_kwargs())
             producer.produce(progress_topic_name(flow), **progress.as_produce_kwargs())
         producer.commit_transaction(60)
     except KafkaException as exc:

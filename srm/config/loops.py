@@ -6,17 +6,18 @@ Admitting "the same topic" is decided on concrete names: every literal in the fl
 lists, a sample string generated from each regex, and a few common names. A loop is reported
 only when such a name passes every flow of the cycle, so a report is never a false alarm.
 
-Provenance headers (``provenance.headers.enabled``, srm/replication/provenance.py) make a loop safe
-when every flow of it has them: a record never goes back to its origin, and with
-``provenance.max.hops: 1`` never further than one hop, so in a loop of three or more clusters no
-record reaches a cluster twice either. A loop of three or more with more hops allowed stays refused:
-a record could arrive by two paths.
+Provenance headers (``provenance.headers.enabled``, srm/replication/provenance.py) make a loop of two
+clusters safe when both flows have them: a record never goes back to its origin. Nothing makes a loop
+of three or more safe: a record could reach a cluster by two paths, and a topic's offsets could not be
+translated from two flows' runs (srm/offsets/merged.py). For the same reason a third prefixless flow
+may not write a topic that a pair replicates both ways: the pair's translation counts only the
+records of its two clusters.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from srm.config.model import Flow
 from srm.config.regexsample import sample_match
@@ -28,40 +29,70 @@ COMMON_NAMES = ("orders", "events", "t", "topic", "test")
 
 
 def loop_issues(doc: YamlDocument, flows: list[Flow], indexes: dict[str, int]) -> list[ConfigIssue]:
+    def issue(flow: Flow, message: str) -> ConfigIssue:
+        found = doc.issue(("flows", indexes[flow.name]), message)
+        found.flow = flow.name
+        return found
+
+    issues = [
+        issue(
+            flow,
+            f"flow {flow.name}: provenance.headers.enabled is for prefixless (identity) flows; this flow renames "
+            "remote topics (MM2's cycle rule already stops loops): remove it, or set "
+            "replication.policy.class: identity",
+        )
+        for flow in flows
+        if flow.settings.provenance_headers_enabled and not flow.prefixless
+    ]
     prefixless = [f for f in flows if f.enabled and f.prefixless]
-    issues = []
+    pairs = []
     for cycle in _cycles(prefixless, indexes):
         topic = _common_topic(cycle)
-        if topic is None or _safe(cycle):
+        if topic is None:
             continue
-        first = cycle[0]
-        chain = " -> ".join(f"{f.source}:{topic}" for f in cycle) + f" -> {first.source}:{topic} -> ..."
+        if len(cycle) == 2 and all(f.settings.provenance_headers_enabled for f in cycle):
+            pairs.append(cycle)
+            continue
+        chain = " -> ".join(f"{f.source}:{topic}" for f in cycle) + f" -> {cycle[0].source}:{topic} -> ..."
         names = " and ".join(f.name for f in cycle)
-        if all(f.settings.provenance_headers_enabled for f in cycle):
+        if len(cycle) > 2:
             message = (
-                f"prefixless (identity) flows {names} form a loop of {len(cycle)} clusters with "
-                f"provenance.max.hops above 1: all admit topic {topic!r}, whose records could reach a cluster "
-                f"twice ({chain}); set provenance.max.hops: 1 on every flow of the loop"
+                f"prefixless (identity) flows {names} form a loop of {len(cycle)} clusters: all admit topic "
+                f"{topic!r} ({chain}); a loop of three or more prefixless clusters cannot be made safe, not even "
+                "with provenance headers (a record could reach a cluster by two paths); exclude the topic on one "
+                "flow of the loop (topics.exclude), or use the default policy"
             )
         else:
             message = (
                 f"prefixless (identity) flows {names} form a loop: all admit topic {topic!r}, "
                 f"so its records would circulate forever ({chain}); set provenance.headers.enabled: true on "
-                "every flow of the loop (a record never goes back to its origin), exclude the topic in one "
+                "both flows (a record never goes back to its origin), exclude the topic in one "
                 "direction (topics.exclude), or use the default policy"
             )
-        issue = doc.issue(("flows", indexes[first.name]), message)
-        issue.flow = first.name
-        issues.append(issue)
+        issues.append(issue(cycle[0], message))
+    issues += _into_pairs(prefixless, pairs, issue)
     return issues
 
 
-def _safe(cycle: list[Flow]) -> bool:
-    """Provenance makes the loop safe: on every flow, and one hop at most unless two clusters."""
-    settings = [f.settings for f in cycle]
-    if not all(s.provenance_headers_enabled for s in settings):
-        return False
-    return len(cycle) == 2 or all(s.provenance_max_hops == 1 for s in settings)
+Report = Callable[[Flow, str], ConfigIssue]
+
+
+def _into_pairs(prefixless: list[Flow], pairs: list[list[Flow]], issue: Report) -> Iterator[ConfigIssue]:
+    """A third prefixless flow writing a topic that an active/active pair replicates both ways."""
+    for pair in pairs:
+        clusters = {pair[0].source, pair[0].target}
+        for flow in prefixless:
+            if flow.target not in clusters or flow.source in clusters:
+                continue
+            topic = _common_topic([flow, *pair])
+            if topic is not None:
+                yield issue(
+                    flow,
+                    f"prefixless flow {flow.name} writes topic {topic!r} into {flow.target}, which "
+                    f"{pair[0].name} and {pair[1].name} replicate both ways without prefixes: their offset "
+                    f"translation counts only the records of {pair[0].source} and {pair[0].target}; exclude the "
+                    f"topic from {flow.name} (topics.exclude), or use the default policy on it",
+                )
 
 
 def _cycles(flows: list[Flow], indexes: dict[str, int]) -> Iterator[list[Flow]]:

@@ -49,18 +49,29 @@ def takeover(args: argparse.Namespace) -> dict[str, Any] | None:
     state = "applied: the flow starts at 'ours'" if args.apply else "dry run: nothing written (--apply writes it)"
     console.print(f"takeover of {flow.name} from MirrorMaker 2 ({args.from_mm2}), {state}")
     table = Table()
-    columns = ("topic", "partition", "MM2 committed", "ours", "past MM2's commit", "on target", "MM2 duplicates")
+    columns = (
+        "topic",
+        "partition",
+        "MM2 committed",
+        "ours",
+        "past MM2's commit",
+        "on target",
+        "MM2 duplicates",
+        "without original",
+    )
     for column in columns:
         table.add_column(column, overflow="fold")
     for p in plans:
         committed = "-" if p.mm2_next is None else str(p.mm2_next)
         past = "-" if p.past_commit is None else str(p.past_commit)
-        table.add_row(p.topic, str(p.partition), committed, str(p.next_offset), past, str(p.copied), str(p.duplicated))
+        counts = (p.next_offset, p.copied, p.duplicated, p.unmatched)
+        table.add_row(p.topic, str(p.partition), committed, str(counts[0]), past, *map(str, counts[1:]))
     console.print(table)
     duplicated, beyond = sum(p.duplicated for p in plans), sum(p.past_commit or 0 for p in plans)
     console.print(
         f"{len(plans)} partition(s); MM2 wrote {duplicated} record(s) twice (at-least-once: already on the target, "
         f"not repaired); {beyond} record(s) were copied past MM2's last commit (a restarted MM2 would copy them again; "
-        "ours does not)"
+        "ours does not); 'without original': records on the target whose original the source no longer holds "
+        "(retention, compaction) or that MM2 did not write"
     )
     return None

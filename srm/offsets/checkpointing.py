@@ -156,10 +156,13 @@ class CheckpointPass:
     def _forward(self, history: FlowHistory) -> Direction:
         direction = Direction("forward")
         admin = clients.admin_client(self.source)
-        topics = {t for t in {k[0] for k in history.partitions} if self.selector.replicates(t)}
+        known = {k[0] for k in history.partitions}
+        if self._back_history is not None:  # a topic whose records all came from the target
+            known |= {k[0] for k in self._back_history.partitions}
+        topics = {t for t in known if self.selector.replicates(t)}
         direction.groups, rows = self._group_rows(admin, topics)
         seen = datetime.now(UTC)
-        translated = self._merged(self._translate(rows, history, "forward"), history, "forward")
+        translated = self._translated(rows, history, "forward")
         fresh = [Checkpoint(g, self.selector.remote(t), p, up, down, meta) for g, t, p, up, meta, down in translated]
         self._apply(direction, fresh, self.target, self.forward_topic().name)
         self._record(direction, translated, seen)
@@ -168,6 +171,8 @@ class CheckpointPass:
 
     def _not_copied(self, rows: list[Row], history: FlowHistory) -> list[Checkpoint]:
         copied = {k for k, h in history.partitions.items() if not h.empty}
+        if self._back_history is not None:  # translated with the flow back's runs alone (srm.offsets.merged)
+            copied |= {k for k, h in self._back_history.partitions.items() if not h.empty}
         rest = [r for r in rows if (r[1], r[2]) not in copied]
         if not rest:
             return []
@@ -190,7 +195,7 @@ class CheckpointPass:
         direction.groups, rows = self._group_rows(admin, set(original))
         seen = datetime.now(UTC)
         rows = [(g, original[t], p, pos, meta) for g, t, p, pos, meta in rows]
-        translated = self._merged(self._translate(rows, history, "backward"), history, "backward")
+        translated = self._translated(rows, history, "backward")
         fresh = [Checkpoint(g, t, p, up, down, meta) for g, t, p, up, meta, down in translated]
         self._apply(direction, fresh, self.source, self.backward_topic().name)
         self._record(direction, translated, seen)
@@ -214,20 +219,20 @@ class CheckpointPass:
         result = translate_frame(offsets, runs, direction, ends).collect()
         return [(r["group"], r["topic"], r["partition"], r["position"], r["metadata"], r["translated"]) for r in result]
 
-    def _merged(self, translated: list[tuple[Any, ...]], history: FlowHistory, direction: str) -> list[tuple[Any, ...]]:
-        """Prefixless active/active: positions that account for the records of both sides (srm.offsets.merged)."""
-        if self._back_history is None:
-            return translated
+    def _translated(self, rows: list[Row], history: FlowHistory, direction: str) -> list[tuple[Any, ...]]:
+        """(group, topic, partition, position, metadata, translated); prefixless active/active topics with
+        both flows' runs (srm.offsets.merged), which need no Spark: one position per partition and group."""
         back = self._back_history
+        if back is None:
+            return self._translate(rows, history, direction)
         out = []
-        for group, topic, partition, position, metadata, found in translated:
+        for group, topic, partition, position, metadata in rows:
             own, other = history.get(topic, partition), back.get(topic, partition)
-            merged = (
-                merged_position(own, other, position)
-                if direction == "forward"
-                else merged_position(other, own, position)
-            )
-            out.append((group, topic, partition, position, metadata, found if merged is None else merged))
+            if direction == "backward":
+                own, other = other, own
+            merged = merged_position(own, other, position)
+            if merged is not None:
+                out.append((group, topic, partition, position, metadata, merged))
         return out
 
     def _apply(self, direction: Direction, fresh: list[Checkpoint], cluster: Any, topic: str) -> None:

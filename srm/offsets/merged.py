@@ -25,10 +25,11 @@ from srm.replication.runs import OffsetRun
 
 
 def reverse_flow(config: SrmConfig, flow: Flow) -> Flow | None:
-    """The flow target->source when both directions are prefixless with provenance headers."""
+    """The flow target->source when both directions are prefixless with provenance headers; a disabled
+    one too: the copies it made are still on the source."""
     if not (flow.prefixless and flow.settings.provenance_headers_enabled):
         return None
-    for other in config.enabled_flows():
+    for other in config.flows:
         if (other.source, other.target) == (flow.target, flow.source):
             return other if other.prefixless and other.settings.provenance_headers_enabled else None
     return None
@@ -36,8 +37,10 @@ def reverse_flow(config: SrmConfig, flow: Flow) -> Flow | None:
 
 def merged_position(own: PartitionHistory, reverse: PartitionHistory, upstream: int) -> int | None:
     """The offset on the target for a group at ``upstream`` on the source (see the module's note).
-    ``own``: the runs of source -> target; ``reverse``: those of target -> source."""
-    if own.empty:
+    ``own``: the runs of source -> target; ``reverse``: those of target -> source. None when neither
+    flow copied anything of the partition; a partition whose records all came from the target has only
+    ``reverse``'s runs and is translated by them."""
+    if own.empty and reverse.empty:
         return None
     backwards = sorted((OffsetRun(r.target_first, r.source_first, r.length) for r in reverse.runs), key=_first)
     low = max(_after_last_copy(own.runs, upstream), _after_last_copy(backwards, upstream))

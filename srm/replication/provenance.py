@@ -8,9 +8,9 @@ copies forever. With ``provenance.headers.enabled`` every record a flow writes c
 - ``srm.hops``: how many flows have copied it (decimal).
 
 A flow S->T copies a record only if its origin is not T (it would go back where it came from) and it
-has been copied fewer than ``provenance.max.hops`` times (default 1: only records produced on S, so in
-a mesh of identity flows every cluster gets each record once, straight from its origin). A record
-without the headers was produced on S. The record's own headers are kept, in order; the two are
+has been copied fewer than ``provenance.max.hops`` times (default 1: only records produced on S; more
+lets a chain A->B->C pass A's records on). A record without the headers was produced on S. Which
+topologies are safe is decided in srm/config/loops.py. The record's own headers are kept, in order; the two are
 added after them (or updated in place).
 """
 

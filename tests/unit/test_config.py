@@ -117,7 +117,7 @@ flows:
         "t.yaml",
     )
     assert len(issues) == 1
-    assert "flows a->b and b->c and c->a form a loop: all admit topic 'inv'" in issues[0].message
+    assert "flows a->b and b->c and c->a form a loop of 3 clusters: all admit topic 'inv'" in issues[0].message
     assert "(a:inv -> b:inv -> c:inv -> a:inv -> ...)" in issues[0].message
 
 
@@ -125,18 +125,43 @@ def test_provenance_headers_make_identity_active_active_safe() -> None:
     identity = "defaults: {replication.policy.class: identity, provenance.headers.enabled: true}\n" + TWO
     config = parse(identity + "flows:\n  - {source: a, target: b}\n  - {source: b, target: a}\n")
     assert all(f.settings.provenance_headers_enabled and f.settings.provenance_max_hops == 1 for f in config.flows)
-    # three clusters: safe with one hop (each record straight from its origin), refused with more
-    ring = "flows:\n  - {source: a, target: b}\n  - {source: b, target: c}\n  - {source: c, target: a}\n"
-    parse(identity + ring)
-    _, issues = parse_config(identity.replace("}", ", provenance.max.hops: 2}", 1) + ring, "t.yaml")
-    assert len(issues) == 1
-    assert "form a loop of 3 clusters with provenance.max.hops above 1" in issues[0].message
-    assert "set provenance.max.hops: 1 on every flow of the loop" in issues[0].message
     # both directions need the headers
     one_way = "defaults: {replication.policy.class: identity}\n" + TWO
     one_way += "flows:\n  - {source: a, target: b, provenance.headers.enabled: true}\n  - {source: b, target: a}\n"
     _, issues = parse_config(one_way, "t.yaml")
-    assert len(issues) == 1 and "set provenance.headers.enabled: true on every flow of the loop" in issues[0].message
+    assert len(issues) == 1 and "set provenance.headers.enabled: true on both flows" in issues[0].message
+
+
+@pytest.mark.parametrize("hops", [1, 3])
+def test_no_identity_loop_of_three_clusters_is_safe_even_with_provenance(hops: int) -> None:
+    identity = "defaults: {replication.policy.class: identity, provenance.headers.enabled: true, "
+    identity += f"provenance.max.hops: {hops}}}\n"
+    ring = "flows:\n  - {source: a, target: b}\n  - {source: b, target: c}\n  - {source: c, target: a}\n"
+    _, issues = parse_config(identity + TWO + ring, "t.yaml")
+    assert len(issues) == 1, issues
+    assert "form a loop of 3 clusters: all admit topic" in issues[0].message
+    assert "cannot be made safe, not even with provenance headers" in issues[0].message
+
+
+def test_a_third_prefixless_flow_into_an_active_active_pair_is_refused() -> None:
+    identity = "defaults: {replication.policy.class: identity, provenance.headers.enabled: true}\n" + TWO
+    pair = "flows:\n  - {source: a, target: b, topics: [orders]}\n  - {source: b, target: a, topics: [orders]}\n"
+    _, issues = parse_config(identity + pair + "  - {source: c, target: a, topics: ['ord.*']}\n", "t.yaml")
+    assert len(issues) == 1, issues
+    assert issues[0].flow == "c->a"
+    assert "prefixless flow c->a writes topic 'orders' into a, which a->b and b->a replicate both ways" in (
+        issues[0].message
+    )
+    # another topic, or a flow out of the pair, is fine
+    parse(identity + pair + "  - {source: c, target: a, topics: [payments]}\n")
+    parse(identity + pair + "  - {source: a, target: c, topics: [orders]}\n")
+
+
+def test_provenance_headers_on_a_renaming_flow_are_refused() -> None:
+    _, issues = parse_config(TWO + "flows:\n  - {source: a, target: b, provenance.headers.enabled: true}\n", "t.yaml")
+    assert len(issues) == 1
+    assert "flow a->b: provenance.headers.enabled is for prefixless (identity) flows" in issues[0].message
+    assert "t.yaml" in str(issues[0])
 
 
 def test_a_hop_limit_without_provenance_headers_is_refused() -> None:
