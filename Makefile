@@ -12,7 +12,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install browser jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick
+.PHONY: help install browser jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick \
+	compose-cli docker-tools image compose-up compose-down test-compose
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -40,7 +41,7 @@ browser:  ## install Debian's chromium and chromedriver if missing (tests of the
 	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver; }
 
 lock:  ## re-resolve requirements.lock from pyproject.toml (needs the network)
-	$(BIN)/uv pip compile pyproject.toml --extra dev --no-emit-package pyspark --python-version 3.11 -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra deploy --no-emit-package pyspark --python-version 3.11 -o requirements.lock
 
 jars: $(JVM_CACHE)/kafka/.resolved  ## resolve Kafka broker/tools/MM2 jars with Maven into .cache/jvm
 
@@ -68,6 +69,47 @@ demo: kafka-up  ## install, start the local clusters, run the first flow end to 
 airflow: kafka-up  ## the Airflow UI with the flows' DAGs: airflow standalone on http://127.0.0.1:8080
 	$(BIN)/python -m srm.airflow.local standalone
 
+# --- the docker-compose stack (docker-compose.yaml; README "Running with docker-compose") -------------
+SRM_IMAGE ?= srm:latest
+# srm-base:* is built here from Debian's packages (debootstrap) for machines without an image registry;
+# elsewhere BASE_IMAGE=debian:bookworm-slim (or pinned: debian:bookworm-slim@sha256:...)
+BASE_IMAGE ?= srm-base:bookworm
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+# COMPOSE_OFFLINE=1: PostgreSQL, Redis and Kafka from images built here (conf/compose/offline.yaml)
+COMPOSE_CMD = $(COMPOSE) -p srm -f docker-compose.yaml $(if $(COMPOSE_OFFLINE),-f conf/compose/offline.yaml)
+
+compose-cli:  ## install Debian's docker-compose if there is no compose command (make test validates docker-compose.yaml)
+	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || { \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q docker-compose; }
+
+docker-tools:  ## install Debian's docker.io, docker-compose and debootstrap if missing; start dockerd if stopped
+	@command -v dockerd >/dev/null && command -v docker-compose >/dev/null && command -v debootstrap >/dev/null || { \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q docker.io docker-compose debootstrap; }
+	@docker info >/dev/null 2>&1 || { \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); mkdir -p .local; \
+	    echo "starting dockerd (log: .local/dockerd.log)"; $$SUDO nohup dockerd >.local/dockerd.log 2>&1 & \
+	    for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done; docker info >/dev/null; }
+
+image: docker-tools  ## build the project image (srm:latest) on BASE_IMAGE (and srm-services:local with COMPOSE_OFFLINE=1)
+	@cp -f /usr/local/share/ca-certificates/*.crt conf/compose/ca-certificates/ 2>/dev/null || true
+	@case "$(BASE_IMAGE)" in srm-base:*) conf/compose/base-image.sh $(BASE_IMAGE);; esac
+	docker build -q --network host --build-arg BASE_IMAGE=$(BASE_IMAGE) -t $(SRM_IMAGE) .
+	$(if $(COMPOSE_OFFLINE),docker build -q --network host --build-arg BASE_IMAGE=$(BASE_IMAGE) -f conf/compose/services.Dockerfile -t srm-services:local .)
+
+compose-up: install image  ## the stack up (writes .env with fresh secrets if missing), healthy, UI address and login printed
+	$(BIN)/python -m srm.compose env
+	$(COMPOSE_CMD) up -d
+	$(BIN)/python -m srm.compose wait -- $(COMPOSE_CMD)
+
+compose-down:  ## stop and remove the stack's containers and network (volumes kept: add -v by hand to drop them)
+	$(COMPOSE_CMD) down --remove-orphans
+
+test-compose: COMPOSE_OFFLINE = 1
+test-compose: install image  ## the compose stack end to end on images built here: up, demo flow through the DAG, down
+	$(BIN)/pytest -s -m compose tests/compose
+
 # --- benchmarks (never part of a test's verdict; bench/REPORT.md) -------------------------------
 BENCH_OUT ?= bench
 BENCH_QUICK_OUT ?= .local/bench-quick
@@ -78,8 +120,8 @@ bench: kafka-up  ## every benchmark vs MirrorMaker 2 and the brokers' limit (~50
 bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check they run: .local/bench-quick/REPORT.md
 	$(BIN)/python -m bench.run --preset quick --out $(BENCH_QUICK_OUT)
 
-test: install jars browser lint  ## install and run the whole test suite (lint, types, unit, integration)
-	$(BIN)/pytest -m "not bench"
+test: install jars browser compose-cli lint  ## install and run the whole test suite (lint, types, unit, integration)
+	$(BIN)/pytest -m "not bench and not compose"
 
 test-bench: install jars  ## a smoke run of make bench-quick (~9 min) checked by a test; CI runs it after make test
 	$(BIN)/pytest -m bench tests/bench

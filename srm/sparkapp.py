@@ -66,17 +66,24 @@ def check_master(master: str, where: str) -> None:
 
 
 def job_conf(
-    master: str | None, executor_python: str | None = None, clusters: tuple[Cluster, ...] = ()
+    master: str | None,
+    executor_python: str | None = None,
+    clusters: tuple[Cluster, ...] = (),
+    cores: int | None = None,
 ) -> dict[str, str]:
     """Spark settings of a job on ``master``. On this machine its Python workers run this
     interpreter; elsewhere the executors get the project and its dependencies in an archive
     (:mod:`srm.job_archive`) and run ``executor_python`` (default ``python3.<minor>``), and
-    :func:`secrets_conf` guards the client settings of ``clusters`` they receive."""
+    :func:`secrets_conf` guards the client settings of ``clusters`` they receive. On a standalone
+    master an application takes every free core unless told otherwise, so a continuous flow would
+    hold the whole cluster: ``cores`` (the flow's ``tasks.max``) caps it (``spark.cores.max``)."""
     from srm import job_archive
 
     conf = {"spark.pyspark.driver.python": sys.executable, "spark.ui.showConsoleProgress": "false"}
     if is_local(master):
         return {**conf, "spark.pyspark.python": sys.executable}
+    if cores is not None and str(master).startswith("spark://"):
+        conf["spark.cores.max"] = str(cores)
     return {
         **conf,
         "spark.pyspark.python": executor_python or job_archive.executor_python(),
@@ -295,15 +302,17 @@ def spark_submit_command(
     executor_python: str | None = None,
     files: tuple[str, ...] = (),
     clusters: tuple[Cluster, ...] = (),
+    cores: int | None = None,
 ) -> list[str]:
     """The ``spark-submit`` call for a job of ``spark/`` with this interpreter's pyspark (``conf``:
     more Spark settings, e.g. the Python worker profiler; ``files``: shipped to the executors,
-    and to the driver in cluster deploy mode; ``clusters``: those the executors connect to)."""
+    and to the driver in cluster deploy mode; ``clusters``: those the executors connect to;
+    ``cores``: the flow's slots, see :func:`job_conf`)."""
     import pyspark
 
     spark_home = Path(pyspark.__file__).parent
     submit = spark_home / "bin" / "spark-submit"
-    settings = {**job_conf(master, executor_python, clusters), **(conf or {})}
+    settings = {**job_conf(master, executor_python, clusters, cores), **(conf or {})}
     return [
         str(submit),
         "--master",

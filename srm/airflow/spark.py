@@ -48,7 +48,8 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
         try:
             config = load_config(self.config_file, strict=True)
             flow = config.flow(self.source, self.target)
-            conf = job_conf(master, flow.settings.spark_pyspark_python, config.flow_clusters(flow))
+            s = flow.settings
+            conf = job_conf(master, s.spark_pyspark_python, config.flow_clusters(flow), s.tasks_max)
             self.conf = {**conf, **(self.conf or {})}
         except SrmError as exc:
             raise AirflowFailException(f"flow {self.flow_name}: {exc}") from None

@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         executor_python=flow.settings.spark_pyspark_python,
         files=() if is_local(master) else (str(Path(config.file).resolve()),),
         clusters=config.flow_clusters(flow),
+        cores=flow.settings.tasks_max,
     )
     if args.json:
         return {"command": command}

@@ -72,6 +72,14 @@ def test_a_cluster_job_ships_the_archive_and_the_config() -> None:
     assert conf["spark.archives"].endswith(f"#{job_archive.ALIAS}")
     assert conf["spark.executorEnv.PYTHONPATH"] == job_archive.ALIAS
     assert command[command.index("--files") + 1] == "/etc/srm.yaml"
+    assert "spark.cores.max" not in conf
+
+
+@pytest.mark.parametrize(("master", "capped"), [("spark://10.0.0.5:7077", True), ("yarn", False), ("local[2]", False)])
+def test_a_flow_takes_its_slots_of_a_standalone_cluster_not_every_core(master: str, capped: bool) -> None:
+    command = spark_submit_command("replicate.py", [], master, cores=3)
+    conf = dict(arg.split("=", 1) for arg in command if "=" in arg and arg.startswith("spark."))
+    assert conf.get("spark.cores.max") == ("3" if capped else None)
 
 
 def test_only_a_local_job_is_held_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
