@@ -14,7 +14,7 @@ COPY conf/compose/ca-certificates/ /usr/local/share/ca-certificates/
 RUN update-ca-certificates >/dev/null
 ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 RUN apt-get update -q \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends maven openjdk-17-jdk-headless \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends maven default-jdk-headless \
     && rm -rf /var/lib/apt/lists/*
 COPY conf/jvm/kafka/pom.xml /build/pom.xml
 RUN mvn -B -q -f /build/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=/jars/kafka \
@@ -29,7 +29,7 @@ RUN update-ca-certificates >/dev/null
 ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 RUN apt-get update -q \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        python3 python3-venv openjdk-17-jre-headless procps tini \
+        python3 python3-venv default-jre-headless procps tini \
     && rm -rf /var/lib/apt/lists/*
 ARG UV_VERSION=0.13.8
 ARG SRM_UID=50000
@@ -37,7 +37,7 @@ ENV SRM_HOME=/opt/srm \
     VIRTUAL_ENV=/opt/srm/.venv \
     PATH=/opt/srm/.venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     SPARK_HOME=/opt/srm/.venv/lib/python3.11/site-packages/pyspark \
-    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
+    JAVA_HOME=/usr/lib/jvm/default-java \
     PYTHONUNBUFFERED=1
 WORKDIR /opt/srm
 RUN useradd --uid ${SRM_UID} --gid 0 --home-dir /opt/srm --no-create-home --shell /bin/bash srm

@@ -69,37 +69,36 @@ demo: kafka-up  ## install, start the local clusters, run the first flow end to 
 airflow: kafka-up  ## the Airflow UI with the flows' DAGs: airflow standalone on http://127.0.0.1:8080
 	$(BIN)/python -m srm.airflow.local standalone
 
-# --- the docker-compose stack (docker-compose.yaml; README "Running with docker-compose") -------------
+# --- the docker-compose stack (docker-compose.yaml; README "Deployment with docker-compose") --------
 SRM_IMAGE ?= srm:latest
-# srm-base:* is built here from Debian's packages (debootstrap) for machines without an image registry;
-# elsewhere BASE_IMAGE=debian:bookworm-slim (or pinned: debian:bookworm-slim@sha256:...)
-BASE_IMAGE ?= srm-base:bookworm
+# COMPOSE_OFFLINE=1 (no image registry, as on this machine): PostgreSQL, Redis and Kafka from images built
+# here (conf/compose/offline.yaml), on a base made from Debian's packages (debootstrap, as root or sudo);
+# its volumes are a project of their own (srm-offline), never mixed with the online stack's.
+BASE_IMAGE ?= $(if $(COMPOSE_OFFLINE),srm-base:bookworm,debian:bookworm-slim)
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
-# COMPOSE_OFFLINE=1: PostgreSQL, Redis and Kafka from images built here (conf/compose/offline.yaml)
-COMPOSE_CMD = $(COMPOSE) -p srm -f docker-compose.yaml $(if $(COMPOSE_OFFLINE),-f conf/compose/offline.yaml)
+COMPOSE_CMD = $(COMPOSE) -p $(if $(COMPOSE_OFFLINE),srm-offline,srm) -f docker-compose.yaml $(if $(COMPOSE_OFFLINE),-f conf/compose/offline.yaml)
+SUDO = $$( [ "$$(id -u)" = 0 ] || echo sudo )
+APT_INSTALL = $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends
 
 compose-cli:  ## install Debian's docker-compose if there is no compose command (make test validates docker-compose.yaml)
-	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || { \
-	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q docker-compose; }
+	@docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null || { $(APT_INSTALL) docker-compose; }
 
-docker-tools:  ## install Debian's docker.io, docker-compose and debootstrap if missing; start dockerd if stopped
-	@command -v dockerd >/dev/null && command -v docker-compose >/dev/null && command -v debootstrap >/dev/null || { \
-	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q docker.io docker-compose debootstrap; }
+docker-tools: compose-cli  ## Docker from Debian's docker.io when there is none, and dockerd started if it is not running
+	@docker info >/dev/null 2>&1 || command -v dockerd >/dev/null || { $(APT_INSTALL) docker.io; }
 	@docker info >/dev/null 2>&1 || { \
-	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); mkdir -p .local; \
-	    echo "starting dockerd (log: .local/dockerd.log)"; $$SUDO nohup dockerd >.local/dockerd.log 2>&1 & \
+	    mkdir -p .local; echo "starting dockerd (log: .local/dockerd.log)"; $(SUDO) nohup dockerd >.local/dockerd.log 2>&1 & \
 	    for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done; docker info >/dev/null; }
 
 image: docker-tools  ## build the project image (srm:latest) on BASE_IMAGE (and srm-services:local with COMPOSE_OFFLINE=1)
 	@cp -f /usr/local/share/ca-certificates/*.crt conf/compose/ca-certificates/ 2>/dev/null || true
-	@case "$(BASE_IMAGE)" in srm-base:*) conf/compose/base-image.sh $(BASE_IMAGE);; esac
+	@case "$(BASE_IMAGE)" in srm-base:*) command -v debootstrap >/dev/null || { $(APT_INSTALL) debootstrap; }; \
+	    conf/compose/base-image.sh $(BASE_IMAGE);; esac
 	docker build -q --network host --build-arg BASE_IMAGE=$(BASE_IMAGE) -t $(SRM_IMAGE) .
 	$(if $(COMPOSE_OFFLINE),docker build -q --network host --build-arg BASE_IMAGE=$(BASE_IMAGE) -f conf/compose/services.Dockerfile -t srm-services:local .)
 
 compose-up: install image  ## the stack up (writes .env with fresh secrets if missing), healthy, UI address and login printed
 	$(BIN)/python -m srm.compose env
+	$(BIN)/python -m srm.compose check --env-file .env
 	$(COMPOSE_CMD) up -d
 	$(BIN)/python -m srm.compose wait -- $(COMPOSE_CMD)
 

@@ -1,7 +1,9 @@
 """The docker-compose stack (docker-compose.yaml) from ``make compose-up``: its .env, and waiting for it.
 
 ``python -m srm.compose env`` writes ``.env`` from ``.env.example`` with fresh random secrets when
-there is none (an existing one is never touched). ``python -m srm.compose wait -- <compose command>``
+there is none (an existing one is never touched). ``python -m srm.compose check [--env-file F]``
+refuses secrets that protect nothing: missing, the example's placeholders, too short, a Fernet key
+that is none (``make compose-up`` and the stack's init run it). ``python -m srm.compose wait -- <compose command>``
 waits until every service of the stack is healthy (one-shot services: exited 0), showing which are
 not yet, then prints the UI's address and the login; a service that fails or stays unhealthy is
 named with the end of its log.
@@ -12,12 +14,14 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import re
 import secrets
 import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +47,33 @@ def write_env(example: Path, env: Path) -> bool:
     env.touch(mode=0o600)
     env.write_text("\n".join(lines) + "\n")
     return True
+
+
+PLACEHOLDER = "change-me"
+MIN_LENGTH = {"POSTGRES_PASSWORD": 12, "AIRFLOW_ADMIN_PASSWORD": 12, "AIRFLOW_SECRET_KEY": 64}
+
+
+def secret_problems(env: Mapping[str, str]) -> list[str]:
+    """What is wrong with the stack's secrets in ``env`` (names only, never values)."""
+    problems = []
+    for name in GENERATED:
+        value = env.get(name, "")
+        if not value:
+            problems.append(f"{name} is not set")
+        elif value == PLACEHOLDER:
+            problems.append(f"{name} is still the placeholder of .env.example")
+        elif len(value) < MIN_LENGTH.get(name, 0):
+            problems.append(f"{name} has {len(value)} characters, fewer than {MIN_LENGTH[name]}")
+        elif name == "AIRFLOW_FERNET_KEY" and not all(_fernet_key(k) for k in value.split(",")):
+            problems.append(f"{name} is not a Fernet key (32 url-safe base64-encoded bytes; NEW,OLD to rotate)")
+    return problems
+
+
+def _fernet_key(key: str) -> bool:
+    try:
+        return len(base64.urlsafe_b64decode(key.strip().encode())) == 32
+    except ValueError:
+        return False
 
 
 def read_env(env: Path) -> dict[str, str]:
@@ -71,7 +102,7 @@ class ServiceState:
     def failed(self) -> bool:
         if self.service in ONE_SHOT:
             return self.status == "exited" and self.exit_code != 0
-        return self.status in ("exited", "dead") or self.health == "unhealthy"
+        return self.status in ("exited", "dead", "restarting") or self.health == "unhealthy"
 
     def __str__(self) -> str:
         detail = self.health or self.status
@@ -130,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m srm.compose", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("env", help="write .env with fresh secrets from .env.example unless it exists")
+    check = sub.add_parser("check", help="refuse missing, placeholder, short or malformed secrets")
+    check.add_argument("--env-file", type=Path, help="the .env to check (default: this process's environment)")
     waiting = sub.add_parser("wait", help="wait until the stack is healthy, then print the UI and the login")
     waiting.add_argument("--timeout", type=float, default=900)
     waiting.add_argument("compose", nargs="+", help="the compose command: -- docker-compose -f docker-compose.yaml")
@@ -139,6 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         written = write_env(root / ".env.example", root / ".env")
         print(".env written with fresh secrets (mode 600)" if written else ".env exists: kept as it is")
         return 0
+    if args.command == "check":
+        where = str(args.env_file) if args.env_file else "the environment (from .env)"
+        problems = secret_problems(read_env(args.env_file) if args.env_file else dict(os.environ))
+        for problem in problems:
+            print(f"error: {where}: {problem}", file=sys.stderr)
+        if problems:
+            print("fix them in .env (make compose-up writes fresh ones when there is no .env)", file=sys.stderr)
+        return 1 if problems else 0
     try:
         ready = wait(args.compose, args.timeout)
     except (TimeoutError, RuntimeError) as exc:

@@ -3,7 +3,9 @@
 ``python -m srm.container kafka`` runs a KRaft broker configured the way Apache Kafka's own image
 (apache/kafka) is: every ``KAFKA_*`` variable is a server property (``KAFKA_LOG_DIRS`` ->
 ``log.dirs``; ``__`` stands for ``_`` and ``___`` for ``-``), ``CLUSTER_ID`` formats an empty log
-directory, ``KAFKA_HEAP_OPTS`` sizes the heap. docker-compose.yaml then runs either image with the
+directory, ``KAFKA_HEAP_OPTS`` sizes the heap, and ``KAFKA_OPTS``, ``KAFKA_JVM_PERFORMANCE_OPTS``,
+``KAFKA_GC_LOG_OPTS``, ``KAFKA_JMX_OPTS``, ``KAFKA_LOG4J_OPTS`` are JVM options, as in
+kafka-run-class.sh. docker-compose.yaml then runs either image with the
 same environment (conf/compose/offline.yaml swaps the image where no registry is reachable).
 ``python -m srm.container kafka-ready HOST:PORT`` exits 0 when a broker there answers (a health check
 that starts no JVM).
@@ -22,8 +24,11 @@ from pathlib import Path
 from srm.jvm import kafka_command
 from srm.probe import broker_answers
 
-# KAFKA_* variables of the image that are not server properties (apache/kafka's list).
-NOT_PROPERTIES = {"KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_VERSION"}
+# KAFKA_* variables that are JVM options (kafka-run-class.sh), not server properties
+JVM_OPTIONS = ("KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_JMX_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS")
+NOT_PROPERTIES = {"KAFKA_HEAP_OPTS", "KAFKA_VERSION", *JVM_OPTIONS}
+# Logging variables of other images (Confluent's): refused rather than read as server properties
+UNSUPPORTED = ("KAFKA_LOG4J_LOGGERS", "KAFKA_LOG4J_ROOT_LOGLEVEL", "KAFKA_TOOLS_LOG4J_LOGLEVEL")
 DEFAULT_LOG_DIRS = "/var/lib/kafka/data"
 
 
@@ -35,7 +40,12 @@ def server_properties(env: Mapping[str, str]) -> dict[str, str]:
     """Server properties from ``KAFKA_*`` variables, as apache/kafka's image reads them."""
     props = {}
     for name, value in env.items():
-        if not name.startswith("KAFKA_") or name in NOT_PROPERTIES or name.startswith("KAFKA_JMX"):
+        if name in UNSUPPORTED:
+            raise BrokerEnvError(
+                f"{name} is not read by the project image's broker: set its Log4j2 configuration with "
+                "KAFKA_LOG4J_OPTS=-Dlog4j2.configurationFile=<file>"
+            )
+        if not name.startswith("KAFKA_") or name in NOT_PROPERTIES:
             continue
         key = re.sub(r"_+", lambda m: {1: ".", 2: "_", 3: "-"}.get(len(m.group()), m.group()), name[6:].lower())
         props[key] = value
@@ -68,7 +78,9 @@ def kafka(env: Mapping[str, str], workdir: Path) -> list[str]:
     heap = shlex.split(env.get("KAFKA_HEAP_OPTS", ""))
     if heap:
         command = [command[0], *heap, *(c for c in command[1:] if not c.startswith("-Xmx"))]
-    return command
+    options = [option for name in JVM_OPTIONS for option in shlex.split(env.get(name, ""))]
+    at = command.index("-cp")  # after the image's own options: the last -D of a name wins
+    return [*command[:at], *options, *command[at:]]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,15 +11,15 @@ if docker image inspect "$TAG" >/dev/null 2>&1; then
     exit 0
 fi
 command -v debootstrap >/dev/null || { echo "debootstrap missing: apt-get install debootstrap" >&2; exit 1; }
+SUDO=$( [ "$(id -u)" = 0 ] || echo sudo )  # debootstrap, and the tree it makes, need root
 ROOT=$(mktemp -d)
-trap 'rm -rf "$ROOT"' EXIT
-echo "debootstrap bookworm from $MIRROR into $ROOT (a few minutes)"
-debootstrap --variant=minbase --include=ca-certificates bookworm "$ROOT" "$MIRROR" >"$ROOT.log" 2>&1 \
+trap '$SUDO rm -rf "$ROOT" "$ROOT.log"' EXIT
+echo "debootstrap bookworm from $MIRROR into $ROOT (a minute or two)"
+$SUDO debootstrap --variant=minbase --include=ca-certificates bookworm "$ROOT" "$MIRROR" >"$ROOT.log" 2>&1 \
     || { tail -20 "$ROOT.log" >&2; exit 1; }
-rm -f "$ROOT.log"
 # the same sources as the official image; no caches in the image
 printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb http://deb.debian.org/debian-security bookworm-security main\n' \
-    "$MIRROR" "$MIRROR" >"$ROOT/etc/apt/sources.list"
-rm -rf "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/lib/apt/lists/*
-tar -C "$ROOT" -c . | docker import --change 'CMD ["bash"]' --change 'ENV LANG=C.UTF-8' - "$TAG"
+    "$MIRROR" "$MIRROR" | $SUDO tee "$ROOT/etc/apt/sources.list" >/dev/null
+$SUDO rm -rf "$ROOT"/var/cache/apt/archives/*.deb "$ROOT"/var/lib/apt/lists/*
+$SUDO tar -C "$ROOT" -c . | docker import --change 'CMD ["bash"]' --change 'ENV LANG=C.UTF-8' - "$TAG"
 echo "base image $TAG built"

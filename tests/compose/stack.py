@@ -73,10 +73,12 @@ class Stack:
         self.project = project
         self.env_file = folder / ".env"
         write_env(ENV_EXAMPLE, self.env_file)
-        self.yaml = folder / "srm.yaml"
-        self.yaml.write_text((ROOT / "conf" / "compose" / "srm.yaml").read_text())
+        flows = folder / "flows"
+        flows.mkdir()
+        self.yaml = flows / "srm.yaml"
+        self.yaml.write_text((ROOT / "conf" / "compose" / "flows" / "srm.yaml").read_text())
         with open(self.env_file, "a") as env:
-            env.write(f"SRM_YAML={self.yaml}\n")
+            env.write(f"SRM_FLOWS_DIR={flows}\n")
             env.writelines(f"{k}={v}\n" for k, v in PORTS.items())
             env.write(f"AIRFLOW_EXECUTOR={executor}\n")
         self.env = read_env(self.env_file)
@@ -131,8 +133,8 @@ def running(folder: Path, project: str, executor: str = "LocalExecutor") -> Iter
     up = Stack(folder, project, executor)
     up.compose("down", "-v", "--remove-orphans")  # a stack an interrupted run left
     say(f"up ({executor}): {describe(up.command)} up -d")
-    up.compose("up", "-d", timeout=900)
     try:
+        up.compose("up", "-d", timeout=900)
         ready = wait(up.command, 900)
         say(f"{len(ready)} services ready: " + ", ".join(s.service for s in ready))
         yield up

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from srm.compose import GENERATED, read_env, write_env
+from srm.compose import GENERATED, read_env, secret_problems, write_env
 from tests.compose.stack import COMPOSE_FILE, ENV_EXAMPLE, OFFLINE_FILE, ROOT, compose, run
 
 LONG_RUNNING = {
@@ -52,7 +52,8 @@ def test_the_compose_file_is_valid_with_every_service_healthchecked() -> None:
     assert "SIMPLE_AUTH_MANAGER_ALL_ADMINS" not in str(services)
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://airflow:")
     mounts = [str(v) for v in services["airflow-dag-processor"]["volumes"]]
-    assert any("/opt/srm/conf/srm.yaml" in m and "conf/compose/srm.yaml" in m for m in mounts), mounts
+    assert any("/opt/srm/conf/flows" in m and "conf/compose/flows" in m for m in mounts), mounts  # a folder
+    assert env["SRM_CONFIG"] == "/opt/srm/conf/flows/srm.yaml"
     # the admin's password reaches the init service only
     assert [n for n, s in services.items() if "AIRFLOW_ADMIN_PASSWORD" in (s.get("environment") or {})] == [
         "airflow-init"
@@ -126,3 +127,23 @@ def test_env_is_written_once_with_fresh_secrets(tmp_path: Path) -> None:
         config(COMPOSE_FILE, env_file=env)["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"]
         == (values["POSTGRES_PASSWORD"])
     )
+
+
+def test_placeholder_short_or_malformed_secrets_are_refused_by_name(tmp_path: Path) -> None:
+    problems = secret_problems(read_env(ENV_EXAMPLE))
+    assert problems == [f"{name} is still the placeholder of .env.example" for name in GENERATED]
+    env = tmp_path / ".env"
+    write_env(ENV_EXAMPLE, env)
+    fresh = read_env(env)
+    assert secret_problems(fresh) == []
+    old_key = read_env(env)["AIRFLOW_FERNET_KEY"]
+    write_env(ENV_EXAMPLE, other := tmp_path / "other.env")
+    rotating = {**fresh, "AIRFLOW_FERNET_KEY": f"{read_env(other)['AIRFLOW_FERNET_KEY']},{old_key}"}
+    assert secret_problems(rotating) == []  # NEW,OLD while rotating
+    broken = {**fresh, "AIRFLOW_SECRET_KEY": "x" * 40, "AIRFLOW_FERNET_KEY": "not-a-key", "POSTGRES_PASSWORD": ""}
+    assert secret_problems(broken) == [
+        "POSTGRES_PASSWORD is not set",
+        "AIRFLOW_FERNET_KEY is not a Fernet key (32 url-safe base64-encoded bytes; NEW,OLD to rotate)",
+        "AIRFLOW_SECRET_KEY has 40 characters, fewer than 64",
+    ]
+    assert not any(fresh["AIRFLOW_ADMIN_PASSWORD"] in p for p in secret_problems({**fresh, "AIRFLOW_SECRET_KEY": ""}))

@@ -6,6 +6,7 @@ exactly once on us-east; a YAML edit shows up as DAGs; down leaves nothing behin
 from __future__ import annotations
 
 import json
+import os
 import urllib.request
 from collections.abc import Iterator
 
@@ -49,7 +50,9 @@ def test_the_demo_topic_is_replicated_exactly_once_by_the_dag(stack: Stack) -> N
 
 def test_a_yaml_edit_changes_the_dags(stack: Stack) -> None:
     text = stack.yaml.read_text()
-    stack.yaml.write_text(text + "  - {source: us-east, target: us-west, topics: [payments]}\n")
+    saved = stack.yaml.with_name("srm.yaml.new")  # as editors and git save: a new file renamed over the old
+    saved.write_text(text + "  - {source: us-east, target: us-west, topics: [payments]}\n")
+    os.replace(saved, stack.yaml)
     found = wait_for(
         "DAG us-east_to_us-west.replicate after the YAML edit",
         lambda: dag_parsed(stack, "us-east_to_us-west.replicate"),

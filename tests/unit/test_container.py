@@ -17,7 +17,8 @@ ENV = {
     "KAFKA_CONFLUENT__SUPPORT__METRICS__ENABLE": "false",
     "KAFKA_LISTENER_NAME_INTERNAL_SSL___ENDPOINT___IDENTIFICATION___ALGORITHM": "",
     "KAFKA_HEAP_OPTS": "-Xmx300m -Xms300m",
-    "KAFKA_JMX_PORT": "9999",
+    "KAFKA_OPTS": "-Dsrm.test=1",
+    "KAFKA_LOG4J_OPTS": "-Dlog4j2.configurationFile=/etc/kafka/log4j2.yaml",
     "CLUSTER_ID": "MHttQGtNVmaUgK5s8G985Q",
     "HOME": "/opt/srm",
 }
@@ -30,7 +31,12 @@ def test_variables_become_properties_as_in_apache_kafkas_image() -> None:
     assert props["confluent_support_metrics_enable"] == "false"
     assert props["listener.name.internal.ssl-endpoint-identification-algorithm"] == ""
     assert props["log.dirs"] == "/var/lib/kafka/data"
-    assert not {"heap.opts", "jmx.port", "cluster.id", "home"} & set(props)
+    assert not {"heap.opts", "opts", "log4j.opts", "cluster.id", "home"} & set(props)
+
+
+def test_logging_variables_of_other_images_are_refused_by_name() -> None:
+    with pytest.raises(BrokerEnvError, match="KAFKA_LOG4J_ROOT_LOGLEVEL is not read"):
+        server_properties({**ENV, "KAFKA_LOG4J_ROOT_LOGLEVEL": "WARN"})
 
 
 def test_a_broker_without_its_kraft_settings_is_refused_by_name() -> None:
@@ -51,5 +57,7 @@ def test_a_formatted_log_dir_starts_with_the_heap_asked_for(tmp_path: Path) -> N
     command = kafka({**ENV, "KAFKA_LOG_DIRS": str(tmp_path / "data")}, tmp_path / "config")
     assert command[-2:] == ["kafka.Kafka", str(tmp_path / "config" / "server.properties")]
     assert "-Xmx300m" in command and "-Xms300m" in command and "-Xmx512m" not in command
+    jvm = command[: command.index("-cp")]  # JVM options, the user's after the image's own
+    assert jvm[-2:] == ["-Dlog4j2.configurationFile=/etc/kafka/log4j2.yaml", "-Dsrm.test=1"]
     written = (tmp_path / "config" / "server.properties").read_text()
     assert "controller.quorum.voters=1@kafka-west:9093\n" in written
