@@ -237,9 +237,14 @@ class OffsetSync(_PartitionKeyed):
         return cls(topic, partition, value.int64("upstreamOffset"), value.int64("offset"))
 
 
+# Runs per OffsetRunsRecord (20 bytes each): 400 kB at most, far below a broker's 1 MB message limit.
+RUNS_PER_RECORD = 20_000
+
+
 @dataclass(frozen=True)
 class OffsetRunsRecord(_PartitionKeyed):
-    """This project's exact sync history: one record per source partition per transaction.
+    """This project's exact sync history: per source partition per transaction one record, or several
+    of at most RUNS_PER_RECORD runs each (a reader takes the union of a transaction's records).
 
     Written to ``srm-offset-syncs.<source>.internal`` on the target inside the same transaction as
     the data it describes, so the history can never disagree with what the target holds. Key:
@@ -254,6 +259,17 @@ class OffsetRunsRecord(_PartitionKeyed):
     topic_id: str
     next_offset: int
     runs: tuple[tuple[int, int, int], ...]
+
+    @classmethod
+    def batches(
+        cls, topic: str, partition: int, topic_id: str, next_offset: int, runs: tuple[tuple[int, int, int], ...]
+    ) -> list[Self]:
+        """The records of one partition's transaction: ``runs`` split by RUNS_PER_RECORD (one record
+        without runs when nothing was copied: the progress alone)."""
+        return [
+            cls(topic, partition, topic_id, next_offset, runs[start : start + RUNS_PER_RECORD])
+            for start in range(0, max(len(runs), 1), RUNS_PER_RECORD)
+        ]
 
     def value(self) -> bytes:
         w = _Writer().int16(VERSION).string(self.topic_id).int64(self.next_offset).int32(len(self.runs))

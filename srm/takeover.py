@@ -41,7 +41,7 @@ from srm.errors import NotConfiguredError, SrmError
 from srm.internal_topics import ensure_internal_topic, flow_internal_topics, history_topic_name, progress_topic_name
 from srm.records import OffsetRunsRecord, ProgressRecord
 from srm.replication.kafka_errors import transactional_prefix
-from srm.replication.runs import RUNS_PER_RECORD, OffsetRun, RunTracker
+from srm.replication.runs import OffsetRun, RunTracker
 from srm.topics import broker_count, list_offsets, partition_counts, read_to_end, topic_ids
 
 log = logging.getLogger(__name__)
@@ -287,10 +287,8 @@ def apply(config: SrmConfig, flow: Flow, plans: list[PartitionTakeover]) -> None
         producer.init_transactions(60)
         producer.begin_transaction()
         for p in plans:
-            runs = [(r.source_first, r.target_first, r.length) for r in p.runs]
-            for start in range(0, max(len(runs), 1), RUNS_PER_RECORD):
-                chunk = tuple(runs[start : start + RUNS_PER_RECORD])
-                history = OffsetRunsRecord(p.topic, p.partition, p.topic_id, p.next_offset, chunk)
+            runs = tuple((r.source_first, r.target_first, r.length) for r in p.runs)
+            for history in OffsetRunsRecord.batches(p.topic, p.partition, p.topic_id, p.next_offset, runs):
                 producer.produce(history_topic_name(flow), **history.as_produce_kwargs())
             progress = ProgressRecord(p.topic, p.partition, p.topic_id, p.next_offset)
             producer.produce(progress_topic_name(flow), **progress.as_produce_kwargs())

@@ -64,8 +64,8 @@ def takeover(args: argparse.Namespace) -> dict[str, Any] | None:
     for p in plans:
         committed = "-" if p.mm2_next is None else str(p.mm2_next)
         past = "-" if p.past_commit is None else str(p.past_commit)
-        counts = (p.next_offset, p.copied, p.duplicated, p.unmatched)
-        table.add_row(p.topic, str(p.partition), committed, str(counts[0]), past, *map(str, counts[1:]))
+        counts = (p.copied, p.duplicated, p.unmatched)
+        table.add_row(p.topic, str(p.partition), committed, str(p.next_offset), past, *map(str, counts))
     console.print(table)
     duplicated, beyond = sum(p.duplicated for p in plans), sum(p.past_commit or 0 for p in plans)
     console.print(

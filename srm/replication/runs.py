@@ -17,9 +17,6 @@ import operator
 from dataclasses import dataclass
 from itertools import islice
 
-# Runs per history record (srm.records.OffsetRunsRecord, 20 bytes each): 400 kB at most, far below 1 MB.
-RUNS_PER_RECORD = 20_000
-
 
 @dataclass(frozen=True)
 class OffsetRun:

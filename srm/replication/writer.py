@@ -39,7 +39,7 @@ from srm.replication.kafka_errors import (
 )
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import PROGRESS_READER, progress_group
-from srm.replication.runs import RUNS_PER_RECORD, OffsetRun, SyncPacer
+from srm.replication.runs import OffsetRun, SyncPacer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -325,16 +325,14 @@ class TargetWriter:
             state.produced.clear()
             state.acked.clear()
         runs = state.tracker.finish()
-        triples = [(r.source_first, r.target_first, r.length) for r in runs]
-        # Interleaved skips (provenance) or gaps can make many runs: records stay far below 1 MB.
-        for start in range(0, max(len(triples), 1), RUNS_PER_RECORD):
-            record = OffsetRunsRecord(
-                state.range.topic,
-                state.range.partition,
-                state.topic_id,
-                state.next_offset,
-                tuple(triples[start : start + RUNS_PER_RECORD]),
-            )
+        # Interleaved skips (provenance) or gaps can make many runs: split into records far below 1 MB.
+        for record in OffsetRunsRecord.batches(
+            state.range.topic,
+            state.range.partition,
+            state.topic_id,
+            state.next_offset,
+            tuple((r.source_first, r.target_first, r.length) for r in runs),
+        ):
             self.producer.produce(self.job.history_topic, **record.as_produce_kwargs())
         if self.job.mm2_syncs_on_target:
             pacer = self.pacers.setdefault(state.target, SyncPacer(self.job.flow.settings.offset_lag_max))

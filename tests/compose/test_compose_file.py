@@ -95,7 +95,7 @@ BROKEN_EDITS = {
         "postgress",
     ),
     "a misspelt key": ("    healthcheck: *airflow-job", "    helthcheck: *airflow-job", "helthcheck"),
-    "broken indentation": ("  spark-master:\n", "  spark-master:\n   bad: [\n", ""),
+    "broken indentation": ("  spark-master:\n", "  spark-master:\n   bad: [\n", "while parsing"),
 }
 
 

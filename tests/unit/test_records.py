@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from srm.errors import RecordFormatError
-from srm.records import Checkpoint, Heartbeat, OffsetSync, RecordLocation
+from srm.records import RUNS_PER_RECORD, Checkpoint, Heartbeat, OffsetRunsRecord, OffsetSync, RecordLocation
 
 
 def hx(text: str) -> bytes:
@@ -89,3 +89,16 @@ def test_garbage_without_location_still_explains() -> None:
 def test_oversized_string_is_refused_on_encode() -> None:
     with pytest.raises(ValueError, match="exceeds the Kafka STRING limit"):
         Heartbeat("x" * 40000, "b", 1).key()
+
+
+def test_a_transaction_with_many_runs_is_written_as_several_records_under_a_megabyte() -> None:
+    runs = tuple((2 * i, i, 1) for i in range(2 * RUNS_PER_RECORD + 1))  # every other record skipped
+    records = OffsetRunsRecord.batches("orders", 3, "id", 2 * len(runs), runs)
+    assert [len(r.runs) for r in records] == [RUNS_PER_RECORD, RUNS_PER_RECORD, 1]
+    assert max(len(r.value()) for r in records) < 1_000_000
+    decoded = [OffsetRunsRecord.decode(r.key(), r.value()) for r in records]
+    assert {run for r in decoded for run in r.runs} == set(runs)
+    assert {(r.topic, r.partition, r.topic_id, r.next_offset) for r in decoded} == {("orders", 3, "id", len(runs) * 2)}
+    # nothing copied: the progress alone, in one record without runs
+    (alone,) = OffsetRunsRecord.batches("orders", 3, "id", 7, ())
+    assert alone.runs == () and alone.next_offset == 7
