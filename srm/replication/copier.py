@@ -47,11 +47,12 @@ STALL_TIMEOUT_S = 90.0
 CONSUMER_SETTINGS = {
     "enable.partition.eof": True,
     "auto.offset.reset": "error",  # never jump silently: a missing offset is reported as a loss
-    "fetch.max.bytes": 64 * 1024 * 1024,
-    "max.partition.fetch.bytes": 16 * 1024 * 1024,
-    # Prefetched records waiting for the copy loop: 64 MiB is ~0.3 s of the brokers' limit here
+    "fetch.max.bytes": 8 * 1024 * 1024,
+    "max.partition.fetch.bytes": 2 * 1024 * 1024,
+    # Prefetched records waiting for the copy loop: 16 MiB is ~0.1 s of the brokers' limit here
     # at 1 KiB records; more only adds memory.
-    "queued.max.messages.kbytes": 64 * 1024,
+    "queued.max.messages.kbytes": 16 * 1024,
+    "queued.min.messages": 20_000,
     "fetch.wait.max.ms": 100,
     # A partition assigned again by the next task sometimes starts fetching only 1.000 s later
     # (debug=fetch: "start fetching" at t, first Fetch at t + 1 s). These three backoffs/sleeps

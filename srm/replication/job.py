@@ -66,9 +66,14 @@ class CopyJob:
 
     @property
     def transactional_id(self) -> str:
-        from srm.replication.ownership import copy_transactional_id
+        return self.transactional_ids[0]
 
-        return copy_transactional_id(self.flow, self.epoch, self.slot)
+    @property
+    def transactional_ids(self) -> tuple[str, ...]:
+        """The slot's transactional ids: the first, and the one continuous mode alternates with."""
+        from srm.replication.ownership import copy_transactional_ids
+
+        return copy_transactional_ids(self.flow, self.epoch, self.slot)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ partition, key ``<source>-><target>``, JSON value). A run starts by claiming the
 2. it reads the latest record: the previous epoch E and its slot count (``tasks.max``);
 3. it writes epoch E+1, listing the earlier epochs whose copy producers may still be alive;
 4. it fences those producers: ``init_transactions`` on each of their transactional ids
-   (``srm-replicate.<source>.<target>.<epoch>.<slot>``) aborts their open transaction and makes
-   every later commit of theirs fail;
+   (``srm-replicate.<source>.<target>.<epoch>.<slot>`` and the same with ``.alt``) aborts their
+   open transaction and makes every later commit of theirs fail;
 5. it writes epoch E+1 again, with nothing left to fence.
 
 A copy task initialises its producer, then reads the record: an epoch other than its own means
@@ -89,11 +89,14 @@ def owners_key(flow: Flow) -> bytes:
     return f"{flow.source}->{flow.target}".encode()
 
 
-def copy_transactional_id(flow: Flow, epoch: int, slot: int) -> str:
-    """Stable per (flow, epoch, slot): a retried task of the same slot fences its predecessor."""
+def copy_transactional_ids(flow: Flow, epoch: int, slot: int) -> tuple[str, ...]:
+    """Stable per (flow, epoch, slot): a retried task of the same slot fences its predecessor. A
+    slot has two (continuous mode alternates them, see :class:`srm.replication.writer.TargetWriter`);
+    the legacy slots had one."""
+    prefix = transactional_prefix(flow.source, flow.target)
     if epoch == LEGACY_EPOCH:
-        return f"{transactional_prefix(flow.source, flow.target)}{slot}"
-    return f"{transactional_prefix(flow.source, flow.target)}{epoch}.{slot}"
+        return (f"{prefix}{slot}",)
+    return f"{prefix}{epoch}.{slot}", f"{prefix}{epoch}.{slot}.alt"
 
 
 def owner_transactional_id(flow: Flow) -> str:
@@ -206,7 +209,7 @@ class FlowOwner:
             epoch = previous.epoch + 1
         record = Ownership(self.flow.name, epoch, self.run, self.invoker, tasks, mode, since, unfenced=unfenced)
         self._write(record)
-        ids = [copy_transactional_id(self.flow, e, slot) for e, slots in unfenced for slot in range(slots)]
+        ids = [tid for e, n in unfenced for slot in range(n) for tid in copy_transactional_ids(self.flow, e, slot)]
         fence_producers(self.target, ids)
         self._write(replace(record, unfenced=()))
         self._log_claim(previous, record, len(ids))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from srm import clients
@@ -101,6 +102,7 @@ class _RoutedProducer(NamedTuple):
 
     producer: Any
     router: _Router
+    transactional_id: str
 
     def close(self) -> None:
         # A producer in a fatal state may fail to close: what failed before matters, not this.
@@ -115,8 +117,22 @@ class TargetWriter:
         self.job = job
         self.cache = cache
         self.exactly_once = job.flow.settings.exactly_once
-        self.producer, self.router = cache.producer(self._producer_key, self._build_producer)
-        self.router.sink = self
+        # Continuous mode with exactly_once alternates two transactional producers of the slot
+        # (ids ``<slot>`` and ``<slot>.alt``): the next transaction starts on the other one at once.
+        # With one producer, the first records after a commit ask the coordinator to add their
+        # partitions while it is still writing the previous commit's markers; it answers
+        # CONCURRENT_TRANSACTIONS and librdkafka tries again 20 ms later, a wait every record of
+        # that transaction pays. A commit returns once its outcome is decided (PrepareCommit), so
+        # the other producer's records land after it in every partition, in order. Both are
+        # initialised here, before the copier reads the ownership record (the fencing protocol).
+        ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
+        self.producers: list[_RoutedProducer] = [
+            cache.producer(self._key(tid), partial(self._build_producer, tid)) for tid in ids
+        ]
+        self.turn = 0
+        self.producer = self.producers[0].producer
+        for routed in self.producers:
+            routed.router.sink = self
         self.target_consumer = cache.client(("target", job.flow.name), self._build_target_consumer)
         self.by_target: dict[tuple[str, int], PartitionState] = {}
         self.in_transaction = False
@@ -130,15 +146,14 @@ class TargetWriter:
         # with it, so the pacers start afresh (the next record of each partition gets a sync).
         self.pacers: dict[tuple[str, int], SyncPacer] = {}
 
-    @property
-    def _producer_key(self) -> str:
-        return self.job.transactional_id if self.exactly_once else f"idempotent:{self.job.transactional_id}"
+    def _key(self, transactional_id: str) -> str:
+        return transactional_id if self.exactly_once else f"idempotent:{transactional_id}"
 
-    def _build_producer(self) -> _RoutedProducer:
+    def _build_producer(self, transactional_id: str) -> _RoutedProducer:
         router = _Router()
         settings: dict[str, Any] = {**PRODUCER_SETTINGS, "on_delivery": router.delivered}
         if self.exactly_once:
-            settings["transactional.id"] = self.job.transactional_id
+            settings["transactional.id"] = transactional_id
         else:
             settings["enable.idempotence"] = True
         producer = clients.producer(self.job.target, **settings)
@@ -147,7 +162,7 @@ class TargetWriter:
                 self._retry(lambda: producer.init_transactions(TXN_TIMEOUT_S))
             except Exception as exc:
                 raise self._api_error(exc, "starting transactions") from None
-        return _RoutedProducer(producer, router)
+        return _RoutedProducer(producer, router, transactional_id)
 
     def _build_target_consumer(self) -> Any:
         # Reads the committed progress and the ownership records of the flow. Never subscribes.
@@ -269,6 +284,8 @@ class TargetWriter:
             result.latency.add_ages(visible_ms, state.stamps)
             state.stamps.clear()
         self.chunk_records = self.chunk_bytes = 0
+        self.turn = (self.turn + 1) % len(self.producers)
+        self.producer = self.producers[self.turn].producer
 
     def _begin(self) -> None:
         if not self.exactly_once:
@@ -357,17 +374,23 @@ class TargetWriter:
             self.producer.abort_transaction(TXN_TIMEOUT_S)
         except Exception as exc:  # the producer is unusable; the next task builds a new one
             log.warning("aborting the transaction of %s failed (%s); dropping the producer", self._slot, exc)
-            self.usable = False
-            self.cache.drop_producer(self._producer_key)
+            self._drop_producers()
 
     def release(self) -> None:
         """The task is over: delivery reports no longer belong to it."""
-        self.router.sink = None
+        for routed in self.producers:
+            routed.router.sink = None
+
+    def _drop_producers(self) -> None:
+        """The producer failed: this writer is done, the next one initialises the slot afresh."""
+        self.usable = False
+        for routed in self.producers:
+            self.cache.drop_producer(self._key(routed.transactional_id))
 
     # --- transaction calls --------------------------------------------------------------------
     @property
     def _slot(self) -> str:
-        return self.job.transactional_id
+        return self.producers[self.turn].transactional_id
 
     def _retry(self, call: Callable[[], T]) -> T:
         """``call()``, repeated while it fails with a retriable error (for up to RETRY_FOR_S)."""
@@ -421,8 +444,7 @@ class TargetWriter:
 
     def _api_error(self, exc: Exception, doing: str) -> ReplicationError:
         """A failed transaction call: the producer is dropped, so the next task starts afresh."""
-        self.usable = False
-        self.cache.drop_producer(self._producer_key)
+        self._drop_producers()
         error = kafka_error(exc)
         name = code_name(error)
         if name in FENCED:

@@ -102,3 +102,52 @@ def test_tasks_max_edited_while_the_flow_runs(kafka: SrmConfig, tmp_path: Path, 
     finally:
         writer.stop()
     assert exactly_once(env, topic, writer.next, PARTITIONS) == CLEAN
+
+
+def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """Continuous mode alternates two transactional producers per slot: a zombie's open transaction
+    on either of them is aborted by the next claim, and neither can commit afterwards."""
+    from confluent_kafka import KafkaException
+
+    from srm.internal_topics import ensure_internal_topic, owners_topic
+    from srm.replication.ownership import FlowOwner, copy_transactional_ids
+    from srm.topics import broker_count
+
+    topic = unique("own-fence")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 2}])
+    flow = env.flow()
+    admin = clients.admin_client(env.east)
+    ensure_internal_topic(admin, owners_topic(flow), broker_count(admin))
+    ensure_topic(admin, topic, 2)
+    first = FlowOwner(env.east, flow, "the zombie")
+    epoch = first.claim(2, "continuous").epoch
+    zombies = []
+    for slot in range(2):
+        ids = copy_transactional_ids(flow, epoch, slot)
+        assert ids[1] == f"{ids[0]}.alt"
+        for transactional_id in ids:
+            producer = clients.producer(env.east, **{"transactional.id": transactional_id})
+            producer.init_transactions(30)
+            producer.begin_transaction()
+            producer.produce(topic, value=transactional_id.encode(), partition=slot)
+            producer.flush(30)
+            zombies.append((transactional_id, producer))
+    second = FlowOwner(env.east, flow, "the newer run")
+    try:
+        assert second.claim(3, "continuous").epoch == epoch + 1
+        for transactional_id, producer in zombies:
+            with pytest.raises(KafkaException) as refused:
+                producer.commit_transaction(30)
+            assert refused.value.args[0].fatal(), (transactional_id, refused.value)
+    finally:
+        first.close()
+        second.close()
+    consumer = clients.consumer(env.east, unique("own-fence-reader"), **{"auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    try:
+        seen = [m for m in consumer.consume(100, 5) if m.error() is None]
+    finally:
+        consumer.close()
+    assert seen == []  # every zombie transaction was aborted: nothing of it is visible

@@ -9,7 +9,7 @@ from srm.config.model import Flow
 from srm.errors import RecordFormatError
 from srm.replication import offsets as plan
 from srm.replication.job import OPEN_END, CopyRange, PartitionResult
-from srm.replication.ownership import Ownership, copy_transactional_id, owner_transactional_id, taken_over
+from srm.replication.ownership import Ownership, copy_transactional_ids, owner_transactional_id, taken_over
 from srm.replication.partition_state import PartitionState
 from srm.sparkapp import local_master
 
@@ -53,8 +53,8 @@ def test_a_broken_ownership_record_names_where_it_is() -> None:
 
 def test_transactional_ids_carry_the_epoch_and_keep_the_legacy_form_for_epoch_zero() -> None:
     f = flow()
-    assert copy_transactional_id(f, 0, 1) == "srm-replicate.a.b.1"  # what runs before ownership used
-    assert copy_transactional_id(f, 4, 1) == "srm-replicate.a.b.4.1"
+    assert copy_transactional_ids(f, 0, 1) == ("srm-replicate.a.b.1",)  # what runs before ownership used
+    assert copy_transactional_ids(f, 4, 1) == ("srm-replicate.a.b.4.1", "srm-replicate.a.b.4.1.alt")
     assert owner_transactional_id(f) == "srm-replicate.a.b.owner"
 
 
