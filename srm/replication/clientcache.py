@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 # Each librdkafka client runs threads and holds connections: keep the number of cached producers
-# (one per transactional slot) bounded; the least recently used is closed first.
+# (one per transactional id: two per slot in continuous mode) bounded; the least recently used is
+# closed first.
 MAX_PRODUCERS = 16
 
 

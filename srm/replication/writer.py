@@ -126,10 +126,10 @@ class TargetWriter:
         # the other producer's records land after it in every partition, in order. Both are
         # initialised here, before the copier reads the ownership record (the fencing protocol).
         ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
-        self.producers: list[_RoutedProducer] = [
-            cache.producer(self._key(tid), partial(self._build_producer, tid)) for tid in ids
-        ]
         self.turn = 0
+        self.producers: list[_RoutedProducer] = []  # filled one by one: a failure drops those built
+        for tid in ids:
+            self.producers.append(cache.producer(self._key(tid), partial(self._build_producer, tid)))
         self.producer = self.producers[0].producer
         for routed in self.producers:
             routed.router.sink = self
@@ -159,7 +159,7 @@ class TargetWriter:
         producer = clients.producer(self.job.target, **settings)
         if self.exactly_once:
             try:
-                self._retry(lambda: producer.init_transactions(TXN_TIMEOUT_S))
+                self._retry(lambda: producer.init_transactions(TXN_TIMEOUT_S), transactional_id)
             except Exception as exc:
                 raise self._api_error(exc, "starting transactions") from None
         return _RoutedProducer(producer, router, transactional_id)
@@ -390,9 +390,9 @@ class TargetWriter:
     # --- transaction calls --------------------------------------------------------------------
     @property
     def _slot(self) -> str:
-        return self.producers[self.turn].transactional_id
+        return self.producers[self.turn].transactional_id if self.producers else self.job.transactional_id
 
-    def _retry(self, call: Callable[[], T]) -> T:
+    def _retry(self, call: Callable[[], T], slot: str | None = None) -> T:
         """``call()``, repeated while it fails with a retriable error (for up to RETRY_FOR_S)."""
         from confluent_kafka import KafkaException
 
@@ -404,7 +404,7 @@ class TargetWriter:
                 error = exc.args[0] if exc.args else None
                 if error is None or not error.retriable() or time.monotonic() > deadline:
                     raise
-                log.warning("%s: %s (retrying)", self._slot, error.str())
+                log.warning("%s: %s (retrying)", slot or self._slot, error.str())
                 time.sleep(0.2)
 
     def _transactional(self, call: Callable[[], None]) -> None:
