@@ -120,16 +120,16 @@ def mm2_positions(config: SrmConfig, flow: Flow, topic: str) -> dict[Key, int]:
     consumer = clients.consumer(target, "srm-takeover", **{"enable.partition.eof": True})
     found: dict[Key, int] = {}
     try:
-        for partition in range(partitions):
-            for message in read_to_end(consumer, topic, partition):
-                key = connect_partition(message.key(), flow.source)
-                if key is None:
-                    continue
-                value = message.value()
-                if value is None:  # a tombstone: the connector's offsets were reset
-                    found.pop(key, None)
-                    continue
-                found[key] = int(json.loads(value)["offset"]) + 1
+        # All partitions at once (Connect's offsets topic has 25): a key stays in one partition, in order.
+        for message in read_to_end(consumer, topic, range(partitions)):
+            key = connect_partition(message.key(), flow.source)
+            if key is None:
+                continue
+            value = message.value()
+            if value is None:  # a tombstone: the connector's offsets were reset
+                found.pop(key, None)
+                continue
+            found[key] = int(json.loads(value)["offset"]) + 1
     finally:
         consumer.close()
     return found

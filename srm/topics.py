@@ -6,7 +6,7 @@ SrmError naming the topic otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,26 +228,31 @@ def record_counts(consumer: Any, topic: str, partitions: int, timeout_s: float =
 def read_to_end(
     consumer: Any,
     topic: str,
-    partition: int = 0,
+    partition: int | Sequence[int] = 0,
     timeout_s: float = 120.0,
     *,
     keep_assigned: bool = False,
     start: int | None = None,
 ) -> Generator[Any, None, None]:
-    """Every record of one partition from its start (or offset ``start``) up to its current end
-    (``enable.partition.eof`` set on ``consumer``): how the compacted internal topics are read.
-    ``keep_assigned`` leaves the consumer positioned at the end, to read what comes later.
-    Gives up when the partition yields nothing for ``timeout_s``."""
+    """Every record of one partition, or of several read at once, from its start (or offset
+    ``start``) up to its current end (``enable.partition.eof`` set on ``consumer``): how the
+    compacted internal topics are read. Records of one partition come in order. ``keep_assigned``
+    leaves the consumer positioned at the end, to read what comes later. Gives up when nothing
+    comes for ``timeout_s``."""
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING if start is None else start)])
+    partitions = [partition] if isinstance(partition, int) else list(partition)
+    where = f"{topic}[{partitions[0]}]" if len(partitions) == 1 else f"{topic} ({len(partitions)} partitions)"
+    pending = set(partitions)
+    first = OFFSET_BEGINNING if start is None else start
+    consumer.assign([TopicPartition(topic, p, first) for p in partitions])
     deadline = time.monotonic() + timeout_s
     try:
         while True:
             if time.monotonic() > deadline:
-                raise SrmError(f"reading {topic}[{partition}] to its end: nothing for {timeout_s:.0f} s")
+                raise SrmError(f"reading {where} to its end: nothing for {timeout_s:.0f} s")
             messages = consumer.consume(10_000, 0.05)
             if messages:
                 deadline = time.monotonic() + timeout_s
@@ -256,12 +261,20 @@ def read_to_end(
                 if error is None:
                     yield message
                 elif error.name() == "_PARTITION_EOF":
-                    return
-                elif error.name().endswith("AUTHORIZATION_FAILED") or error.fatal():
-                    raise SrmError(
-                        f"reading {topic}[{partition}]: {error.str()} ({error.name()}; `srm-control acls --source A "
-                        "--target B` lists the ACLs a flow needs)"
-                    )
+                    pending.discard(message.partition())
+                    if not pending:
+                        return
+                else:
+                    _check_read(error, where)
     finally:
         if not keep_assigned:
             consumer.unassign()
+
+
+def _check_read(error: Any, where: str) -> None:
+    """A consumer error while reading ``where``: refused or fatal ones stop the read, others pass."""
+    if error.name().endswith("AUTHORIZATION_FAILED") or error.fatal():
+        raise SrmError(
+            f"reading {where}: {error.str()} ({error.name()}; `srm-control acls --source A "
+            "--target B` lists the ACLs a flow needs)"
+        )

@@ -12,7 +12,7 @@ from srm.config import SrmConfig
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError
 from srm.records import Checkpoint, Heartbeat, OffsetSync
-from srm.topics import ensure_topic
+from srm.topics import ensure_topic, read_to_end
 from tests.helpers import produce, read_all
 
 pytestmark = pytest.mark.integration
@@ -63,6 +63,26 @@ def test_ensure_topic_is_idempotent(kafka: SrmConfig, unique: Callable[[str], st
     topic = unique("twice")
     assert ensure_topic(admin, topic, 2) is True
     assert ensure_topic(admin, topic, 2) is False
+
+
+def test_read_to_end_reads_several_partitions_at_once_each_in_order(
+    kafka: SrmConfig, unique: Callable[[str], str]
+) -> None:
+    cluster = kafka.clusters[0]
+    topic = unique("ends")
+    ensure_topic(clients.admin_client(cluster), topic, 5)
+    # Partition 3 stays empty: its end is its start.
+    produce(cluster, topic, [{"value": f"{p}-{i}".encode(), "partition": p} for i in range(4) for p in (0, 1, 2, 4)])
+    consumer = clients.consumer(cluster, unique("ends-reader"), **{"enable.partition.eof": True})
+    try:
+        read = [(m.partition(), m.value().decode()) for m in read_to_end(consumer, topic, range(5))]
+        one = [m.value().decode() for m in read_to_end(consumer, topic, 2)]
+    finally:
+        consumer.close()
+    assert sorted(read) == sorted((p, f"{p}-{i}") for i in range(4) for p in (0, 1, 2, 4))
+    for partition in (0, 1, 2, 4):
+        assert [v for p, v in read if p == partition] == [f"{partition}-{i}" for i in range(4)]
+    assert one == [f"2-{i}" for i in range(4)]  # one partition, as before
 
 
 def test_mm2_record_types_round_trip_through_compacted_topics(kafka: SrmConfig, unique: Callable[[str], str]) -> None:
