@@ -189,9 +189,9 @@ def latency(lat: dict[str, Any]) -> list[str]:
         "it polls them and its consumers see them when the broker has them. Each slot alternates two",
         "transactional producers, so the next transaction starts while the coordinator still writes the",
         "last one's markers: with one producer, its first records waited for librdkafka's 20 ms backoff",
-        "after the coordinator's CONCURRENT_TRANSACTIONS answer (measured before the change, `bench.latency",
-        "--rate 5000`: p95 66 / p99 118 ms; after it: p95 18 / p99 30 ms; MM2 in the same runs: p99 112 and",
-        "18 ms).",
+        "after the coordinator's CONCURRENT_TRANSACTIONS answer (measured on 2026-11-25, not in this run:",
+        "`bench.latency --rate 5000` before the change p95 66 / p99 118 ms, after it p95 18 / p99 30 ms;",
+        "MM2 in the same runs: p99 112 and 18 ms).",
         "",
     ]
     lines += verdict(runs)
@@ -210,12 +210,13 @@ def verdict(runs: list[dict[str, Any]]) -> list[str]:
         "the wait for the commit in progress and its own commit (flush plus EndTxn, 2-5 ms alone on these",
         "brokers), so ours' p50 matches MM2's but its tail sits a few ms above MM2's when MM2's own tail",
         "is short; at 50,000 records/s both tools queue, and MM2's tail is the longer. Where ours' 1%",
-        "comes from at 5,000 records/s (one run of this benchmark with the copier's commit phases timed,",
-        "p99 25 ms), of the 1,496 records slower than 25 ms a quarter came in the first half second of the",
-        "load, a fifth around the end of the lease (Spark starts the next lease's task in the Python",
-        "worker whose thread copies), the rest in half-second bursts over the run; 18 of 721 commits took",
-        "over 15 ms, in the flush (up to 67 ms) or in EndTxn (up to 39 ms): the brokers' answers, slow",
-        "when both brokers, the producer, the reading consumer, Spark and the copier share these 2 cores.",
+        "comes from at 5,000 records/s (measured on 2026-11-25, not in this run: one run of this benchmark",
+        "with the copier's commit phases timed, p99 25 ms), of the 1,496 records slower than 25 ms a",
+        "quarter came in the first half second of the load, a fifth around the end of the lease (Spark",
+        "starts the next lease's task in the Python worker whose thread copies), the rest in half-second",
+        "bursts over the run; 18 of 721 commits took over 15 ms, in the flush (up to 67 ms) or in EndTxn",
+        "(up to 39 ms): the brokers' answers, slow when both brokers, the producer, the reading consumer,",
+        "Spark and the copier share these 2 cores.",
         "",
     ]
 

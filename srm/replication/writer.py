@@ -130,6 +130,7 @@ class TargetWriter:
         self.producers: list[_RoutedProducer] = []  # filled one by one: a failure drops those built
         for tid in ids:
             self.producers.append(cache.producer(self._key(tid), partial(self._build_producer, tid)))
+        # producers[turn].producer, kept as an attribute: produce() reads it once per record.
         self.producer = self.producers[0].producer
         for routed in self.producers:
             routed.router.sink = self

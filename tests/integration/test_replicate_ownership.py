@@ -113,7 +113,7 @@ def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
 
     from srm.internal_topics import ensure_internal_topic, owners_topic
     from srm.replication.ownership import FlowOwner, copy_transactional_ids
-    from srm.topics import broker_count
+    from srm.topics import broker_count, read_to_end
 
     topic = unique("own-fence")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 2}])
@@ -144,10 +144,14 @@ def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
     finally:
         first.close()
         second.close()
-    consumer = clients.consumer(env.east, unique("own-fence-reader"), **{"auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    try:
-        seen = [m for m in consumer.consume(100, 5) if m.error() is None]
-    finally:
-        consumer.close()
-    assert seen == []  # every zombie transaction was aborted: nothing of it is visible
+    # Every zombie record reached the log, and none is visible: each transaction was aborted.
+    seen = {}
+    for isolation in ("read_uncommitted", "read_committed"):
+        settings = {"enable.partition.eof": True, "isolation.level": isolation}
+        consumer = clients.consumer(env.east, unique("own-fence-reader"), **settings)
+        try:
+            seen[isolation] = sorted(m.value().decode() for m in read_to_end(consumer, topic, range(2)))
+        finally:
+            consumer.close()
+    assert seen["read_uncommitted"] == sorted(t for t, _ in zombies)
+    assert seen["read_committed"] == []
