@@ -5,8 +5,9 @@
     .venv/bin/python -m bench.latency --rates 5000,50000 --sweep 25,100  # both: what bench.run reports
 
 For each tool: a fresh topic on the first flow's source, the replicator started and warmed up
-(one record through each partition, read by the consumer that then measures, so neither the
-start of any of the replicator's tasks nor the consumer's counts), then a producer writes
+(one record through each partition, written by the load's producer and read by the consumer that
+then measures, so neither the start of any of the replicator's tasks nor the clients' counts), then
+that producer writes
 ``--rate`` records/s of 100 B for ``--seconds`` while that consumer, read_committed, reads the
 remote topic; a record's latency is the time it arrives on the target minus its CreateTime (one
 clock; both replicators keep CreateTime). Prints p50/p95/p99/max per tool as JSON (``bench.run``
@@ -38,8 +39,7 @@ from srm.topics import ensure_topic, partition_counts
 WARMUP_TIMEOUT_S = 120.0
 
 
-def produce_steadily(cluster: Cluster, topic: str, rate: int, seconds: float, stop: threading.Event) -> int:
-    producer = clients.producer(cluster, **{"linger.ms": 5})
+def produce_steadily(producer: Any, topic: str, rate: int, seconds: float, stop: threading.Event) -> int:
     sent, started = 0, time.monotonic()
     while not stop.is_set() and time.monotonic() - started < seconds:
         due = int((time.monotonic() - started) * rate)
@@ -111,7 +111,9 @@ def run_with(start: Start, source: Cluster, target: Cluster, load: Load) -> dict
     ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
     try:
-        producer = clients.producer(source)
+        # The load's own producer writes the warm-up records: its connection and metadata are ready
+        # before the measured records, whose CreateTime would otherwise include the producer's start.
+        producer = clients.producer(source, **{"linger.ms": 5})
         for partition in range(load.partitions):  # every partition: each task of either tool has started
             producer.produce(topic, value=b"warm", partition=partition)
         producer.flush(10)
@@ -125,7 +127,7 @@ def run_with(start: Start, source: Cluster, target: Cluster, load: Load) -> dict
             stop = threading.Event()
             results: dict[str, int] = {}
             feeder = threading.Thread(
-                target=lambda: results.update(sent=produce_steadily(source, topic, load.rate, load.seconds, stop))
+                target=lambda: results.update(sent=produce_steadily(producer, topic, load.rate, load.seconds, stop))
             )
             feeder.start()
             latencies = reader.read(load.rate * load.seconds, load.seconds + 60)

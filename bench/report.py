@@ -212,11 +212,13 @@ def verdict(runs: list[dict[str, Any]]) -> list[str]:
         "is short; at 50,000 records/s both tools queue, and MM2's tail is the longer. Where ours' 1%",
         "comes from at 5,000 records/s (measured on 2026-11-25, not in this run: one run of this benchmark",
         "with the copier's commit phases timed, p99 25 ms), of the 1,496 records slower than 25 ms a",
-        "quarter came in the first half second of the load, a fifth around the end of the lease (Spark",
-        "starts the next lease's task in the Python worker whose thread copies), the rest in half-second",
-        "bursts over the run; 18 of 721 commits took over 15 ms, in the flush (up to 67 ms) or in EndTxn",
-        "(up to 39 ms): the brokers' answers, slow when both brokers, the producer, the reading consumer,",
-        "Spark and the copier share these 2 cores.",
+        "quarter came in the first half second of the load, a fifth around the end of the lease, the rest",
+        "in half-second bursts over the run. The lease's share was Python's cycle collector: each lease's",
+        "task set off a full collection of the copier's worker, 47-97 ms with the GIL held; a copier now",
+        "freezes its worker's heap as it starts (`resident.freeze_heap`), and those collections take 1-4 ms",
+        "(measured on 2026-11-25, not in this run). Of the commits, 18 of 721 took over 15 ms, in the",
+        "flush (up to 67 ms) or in EndTxn (up to 39 ms): the brokers' answers, slow when both brokers, the",
+        "producer, the reading consumer, Spark and the copier share these 2 cores.",
         "",
     ]
 

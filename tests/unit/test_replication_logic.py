@@ -206,3 +206,29 @@ def test_user_error_finds_our_error_inside_spark_output() -> None:
     assert str(error) == "flow a->b stopped (on_data_loss: fail): offsets 0..4"
     other = user_error(RuntimeError("boom\nTraceback\nValueError: bad thing\n"))
     assert isinstance(other, ReplicationError) and str(other) == "ValueError: bad thing"
+
+
+def test_freeze_heap_collects_garbage_then_keeps_what_survives_out_of_later_collections() -> None:
+    """A copier's worker: full collections must not walk pyspark's and our long-lived objects at
+    every lease, and garbage must not be frozen for good."""
+    import gc
+    import weakref
+
+    from srm.replication.resident import freeze_heap
+
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.self = cycle  # type: ignore[attr-defined]
+    garbage = weakref.ref(cycle)
+    del cycle
+    survivor: list[int] = []
+    try:
+        freeze_heap()
+        assert garbage() is None, "a cycle left unreachable before the freeze was frozen instead of collected"
+        assert gc.get_freeze_count() > 0
+        assert not any(o is survivor for o in gc.get_objects()), "a live object is still walked by collections"
+    finally:
+        gc.unfreeze()
+    assert any(o is survivor for o in gc.get_objects())
