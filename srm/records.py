@@ -112,6 +112,7 @@ class KafkaMessage(Protocol):
     def topic(self) -> str | None: ...
     def partition(self) -> int | None: ...
     def offset(self) -> int | None: ...
+    def headers(self) -> list[tuple[str, bytes | None]] | None: ...
 
 
 class _Record:
@@ -239,6 +240,16 @@ class OffsetSync(_PartitionKeyed):
 
 # Runs per OffsetRunsRecord (20 bytes each): 400 kB at most, far below a broker's 1 MB message limit.
 RUNS_PER_RECORD = 20_000
+
+
+# The header of a history record that only puts the history's partition into a transaction early
+# (srm.replication.writer.TargetWriter._open_history): no runs, an already committed progress.
+OPENER = "srm.opener"
+OPENER_HEADERS = [(OPENER, b"1")]
+
+
+def is_opener(message: KafkaMessage) -> bool:
+    return any(name == OPENER for name, _ in message.headers() or ())
 
 
 @dataclass(frozen=True)

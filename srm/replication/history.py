@@ -16,7 +16,7 @@ from typing import Any
 from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError
-from srm.records import OffsetRunsRecord
+from srm.records import OffsetRunsRecord, is_opener
 from srm.topics import list_offsets, read_to_end
 from srm.warehouse import SYNC_HISTORY, Warehouse
 
@@ -90,8 +90,9 @@ class HistoryIngest:
             if message.offset() >= end:
                 break
             try:
-                record = OffsetRunsRecord.from_message(message)
-                rows += self._rows(message.offset(), message.timestamp()[1], record)
+                if not is_opener(message):  # it only put the partition into its transaction early
+                    record = OffsetRunsRecord.from_message(message)
+                    rows += self._rows(message.offset(), message.timestamp()[1], record)
             except RecordFormatError as exc:  # never stop the flow over one unreadable record
                 log.error("skipping history record: %s", exc)
             if read >= limit and message.offset() + 1 < end:

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from srm import clients
 from srm.errors import ReplicationError
-from srm.records import OffsetRunsRecord, OffsetSync, ProgressRecord
+from srm.records import OPENER_HEADERS, OffsetRunsRecord, OffsetSync, ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
 from srm.replication.kafka_errors import (
@@ -181,6 +181,7 @@ class TargetWriter:
         value_size = len(value) if value else 0
         if not self.in_transaction:
             self._begin()
+            self._open_history(state)
         r = state.range
         while True:
             try:
@@ -251,10 +252,10 @@ class TargetWriter:
         if not self.in_transaction:
             self._begin()
         try:
+            for state in dirty:  # known already: the progress does not wait for the records' acknowledgements
+                self._progress(state)
             self._flush()
             pending = [self._history(s) for s in dirty]
-            for state in dirty:
-                self._progress(state)
             if self.exactly_once:
                 self._transactional(lambda: self.producer.commit_transaction(TXN_TIMEOUT_S))
             else:
@@ -334,6 +335,24 @@ class TargetWriter:
             return cause if code_name(cause) in KNOWN_WRITE_ERRORS else None
         self.in_transaction = True  # cannot happen in a transaction; if it did, the new one is aborted next
         return None
+
+    def _open_history(self, state: PartitionState) -> None:
+        """Put the history's partition into the transaction with its first records.
+
+        The history records wait for the records' acknowledgements (they hold the target offsets).
+        A partition new to a transaction is first added to it at the coordinator (AddPartitionsToTxn,
+        a round trip with a write to the transaction log), so a history partition joining only then
+        adds a round trip to every commit, after the flush: 2-3 ms per commit measured here, up to
+        10-15 ms at p99. Written with the transaction's first record instead, it joins together
+        with the data partitions. The record restates the partition's committed progress and no
+        runs, and carries a header the ingest skips (a reader without it sees a position the
+        flow had committed already, which changes nothing).
+        """
+        if not self.exactly_once:
+            return
+        committed = state.committed if state.committed is not None else state.origin
+        record = OffsetRunsRecord(state.range.topic, state.range.partition, state.topic_id, committed, ())
+        self.producer.produce(self.job.history_topic, headers=OPENER_HEADERS, **record.as_produce_kwargs())
 
     def _history(self, state: PartitionState) -> list[OffsetRun]:
         """Produce the history record of ``state``; the runs it holds (accounted for only once the

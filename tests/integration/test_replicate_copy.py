@@ -9,8 +9,9 @@ import pytest
 
 from srm import clients
 from srm.config import SrmConfig
-from srm.records import OffsetSync
-from srm.topics import describe_topic_configs, ensure_topic
+from srm.internal_topics import history_topic_name
+from srm.records import OffsetRunsRecord, OffsetSync, is_opener
+from srm.topics import describe_topic_configs, ensure_topic, read_to_end
 from srm.warehouse import METRICS, SYNC_HISTORY
 from tests.helpers import produce, read_all
 from tests.replication import (
@@ -65,6 +66,22 @@ def test_ten_partitions_identical_per_partition(spark: Any, kafka: SrmConfig, tm
     assert sequence_report(target, expected) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
     assert sum(1 for r in records if r["value"] is None) == sum(1 for p in target.values() for r in p if r[1] is None)
     assert check_runs(env, topic, source, target) >= 10
+    # Each transaction put the history's partition in with its first record (an opener, no runs);
+    # the warehouse holds the history without them.
+    reader = clients.consumer(env.east, unique("history-reader"), **{"enable.partition.eof": True})
+    try:
+        history = [
+            (is_opener(m), OffsetRunsRecord.from_message(m))
+            for m in read_to_end(reader, history_topic_name(env.flow()))
+        ]
+    finally:
+        reader.close()
+    openers = [r for opener, r in history if opener and r.topic == topic]
+    written = [r for opener, r in history if not opener and r.topic == topic]
+    assert openers and not any(r.runs for r in openers)
+    committed = {(r.partition, r.next_offset) for r in written} | {(p, 0) for p in range(10)}
+    assert all((r.partition, r.next_offset) in committed for r in openers)  # each restates a committed position
+    assert len(env.warehouse.read(SYNC_HISTORY, topic=topic)) == sum(max(len(r.runs), 1) for r in written)
     metrics = env.warehouse.read(METRICS, topic=topic)
     assert sum(m["records"] for m in metrics) == 10_000
     assert {m["partition"] for m in metrics} == set(range(10))
