@@ -30,7 +30,7 @@ from srm.errors import ReplicationError, SrmError
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult
 from srm.replication.kafka_errors import is_fatal, read_error
-from srm.replication.ownership import latest_ownership, taken_over
+from srm.replication.ownership import OWNERS_TAIL_READER, latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import PROGRESS_READER, Progress, progress_group, read_progress
 from srm.replication.provenance import Provenance
@@ -365,6 +365,14 @@ class CopyLoop:
             return clients.consumer(self.job.target, progress_group(self.job.flow.source), **PROGRESS_READER)
 
         return self.cache.client(("progress", self.job.flow.name), build)
+
+    def owners_reader(self) -> Any:
+        """The consumer a continuous copier follows the ownership records with (OwnerTail)."""
+
+        def build() -> Any:
+            return clients.consumer(self.job.target, progress_group(self.job.flow.source), **OWNERS_TAIL_READER)
+
+        return self.cache.client(("owners-tail", self.job.flow.name), build)
 
     def _source_admin(self) -> Any:
         return self.cache.client(("source-admin", self.job.flow.name), lambda: clients.admin_client(self.job.source))

@@ -86,7 +86,7 @@ class ResidentCopier(threading.Thread):
             self.loop = CopyLoop(self.job)
             self.loop.add(self.job.ranges)
             commit_or_rewind(self.loop)  # new partitions' starting points are on the target at once
-            self._tail = OwnerTail(self.loop.writer.target_consumer, self.job.flow, self.job.owners_offset)
+            self._tail = OwnerTail(self.loop.owners_reader(), self.job.flow, self.job.owners_offset)
             self._copy()
         except ProducerFencedError as exc:
             self.error = self._fenced(exc)
