@@ -40,6 +40,7 @@ def describe(dag: Any) -> dict[str, Any]:
                 "conn_id": getattr(t, "_conn_id", None),
                 "application": getattr(t, "application", None),
                 "application_args": getattr(t, "application_args", None),
+                "conf": getattr(t, "conf", None),
             }
             for t in dag.tasks
         },

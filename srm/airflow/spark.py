@@ -16,7 +16,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from srm.config.model import Flow
 from srm.errors import SrmError
 from srm.paths import project_root
-from srm.sparkapp import check_master, is_local, job_conf, submit_environment
+from srm.sparkapp import check_master, driver_java_options, is_local, job_conf, submit_environment
 
 # spark/replicate.py's exit status when another run took the flow over: retrying would only take
 # it back (the newest run wins), so the task fails at once and says why.
@@ -89,7 +89,6 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
 def spark_job(
     task_id: str, script: str, flow: Flow, config_file: str, args: list[str], *, timeout: timedelta | None
 ) -> Any:
-    log4j = project_root() / "conf" / "jvm" / "spark-log4j2.properties"
     return FlowSparkSubmitOperator(
         source=flow.source,
         target=flow.target,
@@ -99,6 +98,6 @@ def spark_job(
         application_args=["--source", flow.source, "--target", flow.target, "--config", config_file, *args],
         conn_id=flow.settings.spark_connection_id,
         name=f"srm {script.removesuffix('.py')} {flow.name}",
-        conf={"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}"},
+        conf={"spark.driver.extraJavaOptions": driver_java_options()},
         execution_timeout=timeout,
     )

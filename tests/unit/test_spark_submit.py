@@ -16,6 +16,7 @@ from srm.config.model import Cluster
 from srm.errors import SrmError
 from srm.sparkapp import (
     AUTH_SECRET_ENV,
+    DRIVER_HEAP_FLOOR,
     check_master,
     is_local,
     job_conf,
@@ -157,3 +158,12 @@ def test_settings_in_an_airflow_connection_cannot_reach_remote_executors() -> No
     with pytest.raises(SrmError, match="cluster east: its settings are in Airflow connection 'kafka_east'"):
         secrets_conf("spark://10.0.0.5:7077", (from_airflow,))
     assert job_conf("local[2]", clusters=(from_airflow,))["spark.pyspark.python"] == sys.executable  # local: fine
+
+
+@pytest.mark.parametrize("master", ["local[2]", "spark://10.0.0.5:7077"])
+def test_the_driver_starts_with_the_heap_floor_and_the_project_logging(master: str) -> None:
+    command = spark_submit_command("replicate.py", ["--mode", "continuous"], master)
+    options = command[command.index("--driver-java-options") + 1].split()
+    assert f"-Xms{DRIVER_HEAP_FLOOR}" in options
+    log4j = next(o.split("=", 1)[1] for o in options if o.startswith("-Dlog4j2.configurationFile="))
+    assert Path(log4j).is_file()
