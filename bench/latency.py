@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,9 +105,15 @@ class Load:
 Start = Callable[[str], tuple[subprocess.Popen[bytes], str]]
 
 
-def run_with(start: Start, source: Cluster, target: Cluster, load: Load) -> dict[str, Any]:
+def run_with(
+    start: Start,
+    source: Cluster,
+    target: Cluster,
+    load: Load,
+    during: Callable[[], AbstractContextManager[Any]] = nullcontext,
+) -> dict[str, Any]:
     """Start a replicator for a fresh topic, warm it up with a record per partition, then measure
-    a steady load."""
+    a steady load (``during()``: a context that holds while the load runs, e.g. bench.broker_load's)."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
@@ -129,8 +136,9 @@ def run_with(start: Start, source: Cluster, target: Cluster, load: Load) -> dict
             feeder = threading.Thread(
                 target=lambda: results.update(sent=produce_steadily(producer, topic, load.rate, load.seconds, stop))
             )
-            feeder.start()
-            latencies = reader.read(load.rate * load.seconds, load.seconds + 60)
+            with during():
+                feeder.start()
+                latencies = reader.read(load.rate * load.seconds, load.seconds + 60)
             stop.set()
             feeder.join()
         finally:
