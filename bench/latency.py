@@ -113,7 +113,7 @@ def run_with(
     during: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> dict[str, Any]:
     """Start a replicator for a fresh topic, warm it up with a record per partition, then measure
-    a steady load (``during()``: a context that holds while the load runs, e.g. bench.broker_load's)."""
+    a steady load (``during()``: a context that holds while the load is produced, e.g. bench.broker_load's)."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
@@ -133,14 +133,23 @@ def run_with(
                 )
             stop = threading.Event()
             results: dict[str, int] = {}
-            feeder = threading.Thread(
-                target=lambda: results.update(sent=produce_steadily(producer, topic, load.rate, load.seconds, stop))
-            )
-            with during():
-                feeder.start()
-                latencies = reader.read(load.rate * load.seconds, load.seconds + 60)
+
+            failed: list[BaseException] = []
+
+            def feed() -> None:
+                try:
+                    with during():
+                        results["sent"] = produce_steadily(producer, topic, load.rate, load.seconds, stop)
+                except BaseException as exc:  # raised again below, in the benchmark's thread
+                    failed.append(exc)
+
+            feeder = threading.Thread(target=feed)
+            feeder.start()
+            latencies = reader.read(load.rate * load.seconds, load.seconds + 60)
             stop.set()
             feeder.join()
+            if failed:
+                raise failed[0]
         finally:
             reader.close()
     finally:
