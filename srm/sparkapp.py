@@ -29,9 +29,9 @@ DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 ti
 # (at the end of a marking cycle), which left its old generation above the occupancy that starts
 # another cycle: every lease change then cost three collections of 16-27 ms, each taking both
 # cores of a 2-core machine from the copiers (``jstat -gc`` on the driver, 2026-11-26). With the
-# floor no collection ran during a 70 s load, and the records slowed by a lease change fell from
-# ~2,700-3,400 to ~700 per lease change (``python -m bench.latency --rate 5000`` runs with a load
-# of 70 s). Spark refuses a driver heap under 450 MiB, so the floor is never above its -Xmx.
+# floor no collection ran during a 70 s load, and the records a lease change slowed past 20 ms
+# fell from 2,700-3,400 to 400-700 (``bench.latency --rate 5000`` loads of 70 s; bench/REPORT.md).
+# Spark refuses a driver heap under 450 MiB, so the floor is never above its -Xmx.
 DRIVER_HEAP_FLOOR = "384m"
 MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
 
