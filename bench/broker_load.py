@@ -103,17 +103,17 @@ class BrokerWatch:
 
 def figures(first: Sample, last: Sample, records: int) -> dict[str, Any]:
     seconds = last.began - first.ended
-    rates = {k: (last.requests[k] - first.requests[k]) / seconds for k in last.requests}
-    total = sum(rates.values())
+    counts = last.requests - first.requests  # the requests of the window, by type
+    rates = {k: n / seconds for k, n in counts.items()}
     young = last.young - first.young
-    transactions = rates.get("EndTxn", 0.0)
+    transactions = counts["EndTxn"]
     return {
         "seconds": round(seconds, 1),
         "broker_cpu_pct": round(100 * (last.cpu_s - first.cpu_s) / seconds, 1),
         "requests_per_s": {k: round(v, 1) for k, v in sorted(rates.items(), key=lambda kv: -kv[1]) if v >= 0.5},
-        "requests_per_1000_records": round(1000 * total * seconds / records, 1) if records else None,
-        "transactions_per_s": round(transactions, 1),
-        "requests_per_transaction": round(total / transactions, 1) if transactions else None,
+        "requests_per_1000_records": round(1000 * counts.total() / records, 1) if records else None,
+        "transactions_per_s": round(transactions / seconds, 1),
+        "requests_per_transaction": round(counts.total() / transactions, 1) if transactions else None,
         "young_collections": young,
         "young_collection_ms": round(1000 * (last.young_s - first.young_s) / young, 1) if young else None,
         "young_collection_every_s": round(seconds / young, 1) if young else None,
