@@ -48,7 +48,10 @@ def test_history_is_ingested_in_chunks_once(
     monkeypatch.setattr(history, "CHUNK_RECORDS", 2)
     ingest = HistoryIngest(env.warehouse, env.flow(), env.east, topic, admin)
     try:
-        assert ingest.ingest() == 7
+        # commit_transaction returns once the coordinator has decided; the commit marker that
+        # moves the last stable offset is written after it, so the ingest waits for it, as the
+        # flow's shutdown does (accounting.SETTLE_AT_SHUTDOWN_S)
+        assert ingest.ingest(settle_s=30) == 7
         rows = sorted(env.warehouse.read(SYNC_HISTORY, flow=env.flow().name), key=lambda r: r["history_offset"])
         assert [(r["partition"], r["source_first"], r["target_first"]) for r in rows] == committed
         assert all(r["length"] == 10 and r["next_offset"] == r["source_first"] + 10 for r in rows)
@@ -60,7 +63,7 @@ def test_history_is_ingested_in_chunks_once(
 
         assert ingest.ingest() == 0  # nothing new: nothing appended twice
         write(producer, topic, OffsetRunsRecord("orders", 0, "id-1", 100, ((90, 45, 10),)), commit=True)
-        assert ingest.ingest() == 1
+        assert ingest.ingest(settle_s=30) == 1
         assert len(env.warehouse.read(SYNC_HISTORY, flow=env.flow().name)) == 8
     finally:
         ingest.close()
