@@ -13,7 +13,6 @@ seconds apart). Not part of ``make bench``: the report quotes it (bench/report.p
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import subprocess
@@ -28,7 +27,7 @@ from typing import Any
 
 import psutil
 
-from bench import latency, replicators
+from bench import latency
 from srm.config.model import Cluster
 from srm.jvm import java_binary, kafka_command
 from srm.local import LocalKafka
@@ -134,9 +133,9 @@ def measure(config_path: Path, rate: int, seconds: int, partitions: int) -> dict
     out: dict[str, Any] = {"rate": rate, "seconds": seconds, "partitions": partitions}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        tools: dict[str, latency.Start] = {
-            "ours_exactly_once": lambda topic: replicators.ours(config_path, workdir, topic),
-            "mirrormaker2": lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=partitions),
+        tools = {
+            "ours_exactly_once": latency.start_ours(config_path, workdir),
+            "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, partitions),
         }
         for name, start in tools.items():
             run = latency.run_with(start, source, target, load, during=watch.window)
@@ -145,12 +144,7 @@ def measure(config_path: Path, rate: int, seconds: int, partitions: int) -> dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="conf/srm.yaml")
-    parser.add_argument("--rate", type=int, default=5000)
-    parser.add_argument("--seconds", type=int, default=30)
-    parser.add_argument("--partitions", type=int, default=8)
-    args = parser.parse_args()
+    args = latency.load_arguments(__doc__.split("\n")[0], seconds=30).parse_args()
     print(json.dumps(measure(Path(args.config), args.rate, args.seconds, args.partitions), indent=2))
 
 

@@ -173,13 +173,22 @@ def clusters(config_path: Path) -> tuple[Cluster, Cluster]:
     return config.cluster(flow.source), config.cluster(flow.target)
 
 
+def start_ours(config_path: Path, workdir: Path, interval_ms: int | None = None) -> Start:
+    """How ours is started: exactly once, at ``interval_ms`` (None: the default transaction.interval.ms)."""
+    settings = {} if interval_ms is None else {"transaction.interval.ms": interval_ms}
+    return lambda topic: replicators.ours(config_path, workdir, topic, settings=settings)
+
+
+def start_mirrormaker2(config_path: Path, workdir: Path, partitions: int) -> Start:
+    """How MirrorMaker 2 is started: its defaults, a task per partition."""
+    source, target = clusters(config_path)
+    return lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=partitions)
+
+
 def ours(config_path: Path, workdir: Path, load: Load, interval_ms: int | None) -> dict[str, Any]:
     """Ours, exactly once, at ``interval_ms`` (None: the default transaction.interval.ms)."""
     source, target = clusters(config_path)
-    settings = {} if interval_ms is None else {"transaction.interval.ms": interval_ms}
-    figures = run_with(
-        lambda topic: replicators.ours(config_path, workdir, topic, settings=settings), source, target, load
-    )
+    figures = run_with(start_ours(config_path, workdir, interval_ms), source, target, load)
     return figures | {"commits_per_s": commits_per_second(workdir / f"ours-{figures['alias']}.log")}
 
 
@@ -198,12 +207,7 @@ def run(
             "record_size": 100,
             "transaction_interval_ms": interval_ms or FlowSettings().transaction_interval_ms,
             "ours_exactly_once": ours(config_path, workdir, load, interval_ms),
-            "mirrormaker2": run_with(
-                lambda topic: replicators.mirrormaker2(source, target, workdir, topic, tasks=partitions),
-                source,
-                target,
-                load,
-            ),
+            "mirrormaker2": run_with(start_mirrormaker2(config_path, workdir, partitions), source, target, load),
         }
 
 
@@ -253,12 +257,18 @@ def numbers(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def load_arguments(description: str, seconds: int) -> argparse.ArgumentParser:
+    """The options every latency-load benchmark takes: the config, and the load's rate, length and partitions."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--config", default="conf/srm.yaml")
     parser.add_argument("--rate", type=int, default=5000)
-    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--seconds", type=int, default=seconds)
     parser.add_argument("--partitions", type=int, default=8)
+    return parser
+
+
+def main() -> None:
+    parser = load_arguments(__doc__.split("\n")[0], seconds=60)
     parser.add_argument(
         "--transaction-interval-ms", type=int, help="ours: transaction.interval.ms (default: the flow default)"
     )
