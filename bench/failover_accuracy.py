@@ -48,7 +48,7 @@ def checkpoints(target: Cluster, topic: str, group: str) -> dict[int, int]:
     """Downstream offset per partition of ``group``'s latest checkpoints in ``topic``."""
     if topic not in partition_counts(clients.admin_client(target), include_internal=True):
         return {}
-    consumer = clients.consumer(target, f"bench-cp-{uuid.uuid4().hex[:6]}", **{"enable.partition.eof": True})
+    consumer = clients.reader(target, f"bench-cp-{uuid.uuid4().hex[:6]}")
     found: dict[int, int] = {}
     try:
         for message in read_to_end(consumer, topic, 0, 60):
@@ -63,7 +63,7 @@ def checkpoints(target: Cluster, topic: str, group: str) -> dict[int, int]:
 
 def first_source_offset(target: Cluster, remote: str, partition: int, offset: int) -> int | None:
     """The source offset carried by the first record at or after ``offset`` of the remote partition."""
-    consumer = clients.consumer(target, f"bench-read-{uuid.uuid4().hex[:6]}", **{"enable.partition.eof": True})
+    consumer = clients.reader(target, f"bench-read-{uuid.uuid4().hex[:6]}")
     records = read_to_end(consumer, remote, partition, 20, start=offset)
     try:
         first = next(records, None)

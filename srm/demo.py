@@ -88,7 +88,7 @@ def commit_demo_group(config: SrmConfig, flow: Flow) -> dict[int, int]:
     """A group that read half of each partition on the source; its committed offsets."""
     from confluent_kafka import TopicPartition
 
-    consumer = clients.consumer(config.cluster(flow.source), DEMO_GROUP, **{"enable.partition.eof": True})
+    consumer = clients.reader(config.cluster(flow.source), DEMO_GROUP)
     try:
         half = {p: count // 2 for p, count in record_counts(consumer, DEMO_TOPIC, DEMO_PARTITIONS).items()}
         consumer.commit(offsets=[TopicPartition(DEMO_TOPIC, p, o) for p, o in half.items()], asynchronous=False)
@@ -110,7 +110,7 @@ def show_translation(config: SrmConfig, flow: Flow) -> None:
 
 def show_clusters(config: SrmConfig) -> None:
     for cluster in config.local_clusters():
-        consumer = clients.consumer(cluster, "srm-demo-inspector", **{"enable.partition.eof": True})
+        consumer = clients.reader(cluster, "srm-demo-inspector")
         try:
             topics = describe(clients.admin_client(cluster), consumer)
         finally:
@@ -125,7 +125,7 @@ def compare(config: SrmConfig, flow: Flow) -> None:
     remote = flow.policy.format_remote_topic(flow.source, DEMO_TOPIC)
     print()
     for cluster, topic in ((config.cluster(flow.source), DEMO_TOPIC), (config.cluster(flow.target), remote)):
-        consumer = clients.consumer(cluster, "srm-demo-inspector", **{"enable.partition.eof": True})
+        consumer = clients.reader(cluster, "srm-demo-inspector")
         try:
             counts = record_counts(consumer, topic, DEMO_PARTITIONS)
         finally:

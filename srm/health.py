@@ -105,7 +105,7 @@ def newest_record_age(cluster: Any, topic: str) -> float | None:
     end = list_offsets(admin, [(topic, 0)], "latest")[(topic, 0)]
     if end == 0:
         return None
-    consumer = clients.consumer(cluster, "__srm.status", **{"enable.partition.eof": True})
+    consumer = clients.reader(cluster, "__srm.status")
     stamp = None
     try:
         for message in read_to_end(consumer, topic, 0, STATUS_READ_S, start=max(0, end - 10)):

@@ -99,7 +99,7 @@ def freshness(target: Cluster, flow: Flow) -> Freshness:
     if not partitions:
         return Freshness(topic, None, now)
     ends = list_offsets(admin, [(topic, p) for p in range(partitions)], "latest")
-    consumer = clients.consumer(target, "__srm.heartbeat-check", **{"enable.partition.eof": True})
+    consumer = clients.reader(target, "__srm.heartbeat-check")
     newest: int | None = None
     try:
         for (_, p), end in ends.items():

@@ -117,7 +117,7 @@ def mm2_positions(config: SrmConfig, flow: Flow, topic: str) -> dict[Key, int]:
             f"no topic {topic!r} on {flow.target}: MirrorMaker 2 never ran the flow {flow.name} there "
             "(or give the properties file of the MM2 that did)"
         )
-    consumer = clients.consumer(target, "srm-takeover", **{"enable.partition.eof": True})
+    consumer = clients.reader(target, "srm-takeover")
     found: dict[Key, int] = {}
     try:
         # All partitions at once (Connect's offsets topic has 25): a key stays in one partition, in order.
@@ -159,29 +159,36 @@ def plan(config: SrmConfig, flow: Flow, properties: Path) -> list[PartitionTakeo
     topics = {t: n for t, n in partition_counts(source_admin, include_internal=True).items() if selector.replicates(t)}
     remotes = partition_counts(target_admin, include_internal=True)
     ids = topic_ids(source_admin, sorted(topics))
+    copied = {t: n for t, n in topics.items() if flow.policy.format_remote_topic(flow.source, t) in remotes}
+    # MM2 never copied the others: the flow starts them as any new topic.
+    earliest = list_offsets(source_admin, [(t, p) for t, n in copied.items() for p in range(n)], "earliest")
     plans = []
-    for topic, count in sorted(topics.items()):
-        remote = flow.policy.format_remote_topic(flow.source, topic)
-        if remote not in remotes:
-            continue  # MM2 never copied it: the flow starts it as any new topic
-        for partition in range(count):
-            mm2_next = committed.get((topic, partition))
-            lined = line_up(source, target, (topic, partition), remote, mm2_next)
-            plans.append(
-                PartitionTakeover(
-                    topic,
-                    partition,
-                    remote,
-                    ids[topic],
-                    mm2_next,
-                    lined.next_offset,
-                    lined.copied,
-                    lined.duplicated,
-                    lined.unmatched,
-                    tuple(lined.runs),
+    originals, copies = DigestReader(source, "read_uncommitted"), DigestReader(target, "read_committed")
+    try:
+        for topic, count in sorted(copied.items()):
+            remote = flow.policy.format_remote_topic(flow.source, topic)
+            for partition in range(count):
+                key = (topic, partition)
+                mm2_next = committed.get(key)
+                lined = line_up(originals, copies, key, remote, earliest=earliest[key], mm2_next=mm2_next)
+                plans.append(
+                    PartitionTakeover(
+                        topic,
+                        partition,
+                        remote,
+                        ids[topic],
+                        mm2_next,
+                        lined.next_offset,
+                        lined.copied,
+                        lined.duplicated,
+                        lined.unmatched,
+                        tuple(lined.runs),
+                    )
                 )
-            )
-            log.info("lined up %s[%d] with %s[%d]: %s", topic, partition, remote, partition, plans[-1].as_dict())
+                log.info("lined up %s[%d] with %s[%d]: %s", topic, partition, remote, partition, plans[-1].as_dict())
+    finally:
+        originals.close()
+        copies.close()
     return plans
 
 
@@ -194,7 +201,9 @@ class LinedUp:
     runs: list[OffsetRun] = field(default_factory=list)
 
 
-def line_up(source: Any, target: Any, key: Key, remote: str, mm2_next: int | None = None) -> LinedUp:
+def line_up(
+    originals: DigestReader, copies: DigestReader, key: Key, remote: str, *, earliest: int, mm2_next: int | None
+) -> LinedUp:
     """Pair every record of ``remote``[p] on the target with the source record it copies, in order.
 
     The source is read whole into an index (digest -> offsets), aborted records included (MM2 reads
@@ -203,14 +212,13 @@ def line_up(source: Any, target: Any, key: Key, remote: str, mm2_next: int | Non
     expected is a second copy (MM2 restarted); one matching none has lost its original (retention,
     compaction) or was not written by MM2: it is counted, and moves nothing. Where MM2 committed
     further than the copies found (copies removed from the target since), its commit wins: it only
-    commits records the target acknowledged."""
+    commits records the target acknowledged. ``earliest``: the source partition's first offset."""
     topic, partition = key
-    (earliest,) = list_offsets(clients.admin_client(source), [key], "earliest").values()
     floor = earliest if mm2_next is None else max(earliest, mm2_next)
-    copies = list(_digests(target, remote, partition, "read_committed"))
-    if not copies:
+    found = list(copies.digests(remote, partition))
+    if not found:
         return LinedUp(floor)
-    return pair(copies, _digests(source, topic, partition, "read_uncommitted"), earliest, floor)
+    return pair(found, originals.digests(topic, partition), earliest, floor)
 
 
 def pair(copies: list[tuple[int, bytes]], originals: Iterable[tuple[int, bytes]], earliest: int, floor: int) -> LinedUp:
@@ -236,20 +244,26 @@ def pair(copies: list[tuple[int, bytes]], originals: Iterable[tuple[int, bytes]]
     return lined
 
 
-def _digests(cluster: Any, topic: str, partition: int, isolation: str) -> Iterator[tuple[int, bytes]]:
-    """(offset, digest of key, value and headers) of every record of one partition. Timestamps are left
-    out: a topic with LogAppendTime on one side would match nothing; the order does the rest."""
-    consumer = clients.consumer(cluster, "srm-takeover", **{"enable.partition.eof": True, "isolation.level": isolation})
-    try:
-        for message in read_to_end(consumer, topic, partition):
+class DigestReader:
+    """Reads partitions of one cluster whole, one after another, with one consumer (a consumer's
+    first read costs about half a second here, each later one milliseconds)."""
+
+    def __init__(self, cluster: Any, isolation: str) -> None:
+        self.consumer = clients.reader(cluster, "srm-takeover", **{"isolation.level": isolation})
+
+    def digests(self, topic: str, partition: int) -> Iterator[tuple[int, bytes]]:
+        """(offset, digest of key, value and headers) of every record of one partition. Timestamps
+        are left out: a topic with LogAppendTime on one side would match nothing; the order does the rest."""
+        for message in read_to_end(self.consumer, topic, partition):
             digest = hashlib.blake2b(digest_size=16)
             headers = message.headers() or []
             for part in (message.key(), message.value(), *(b for h in headers for b in (h[0].encode(), h[1]))):
                 digest.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(4, "big") + part)
             digest.update(len(headers).to_bytes(4, "big"))
             yield message.offset(), digest.digest()
-    finally:
-        consumer.close()
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def refuse_if_started(config: SrmConfig, flow: Flow) -> None:
@@ -258,7 +272,7 @@ def refuse_if_started(config: SrmConfig, flow: Flow) -> None:
     topic = progress_topic_name(flow)
     if topic not in partition_counts(clients.admin_client(target), include_internal=True):
         return
-    consumer = clients.consumer(target, "srm-takeover", **{"enable.partition.eof": True})
+    consumer = clients.reader(target, "srm-takeover")
     try:
         found = [ProgressRecord.from_message(m) for m in read_to_end(consumer, topic, 0)]
     finally:

@@ -28,7 +28,7 @@ def read_from(
     """Records (key, value, headers, timestamp) of one partition from ``offset`` to its end."""
     from confluent_kafka import TopicPartition
 
-    consumer = clients.consumer(cluster, "srm-test-from", **{"enable.partition.eof": True})
+    consumer = clients.reader(cluster, "srm-test-from")
     consumer.assign([TopicPartition(topic, partition, offset)])
     out: list[tuple[Any, ...]] = []
     deadline = time.monotonic() + timeout_s

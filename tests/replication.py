@@ -128,7 +128,7 @@ def contents(cluster: Cluster, topic: str) -> dict[int, list[tuple[Any, ...]]]:
     """Per partition, every committed record as (key, value, headers, timestamp), in offset order."""
     from confluent_kafka import TopicPartition
 
-    consumer = clients.consumer(cluster, "srm-test-contents", **{"enable.partition.eof": True})
+    consumer = clients.reader(cluster, "srm-test-contents")
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
         out: dict[int, list[tuple[Any, ...]]] = {}
@@ -158,7 +158,7 @@ def count_records(cluster: Cluster, topic: str, timeout_s: float = 10.0) -> int:
     """Committed records of ``topic`` (all partitions read at once, up to their ends)."""
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-    consumer = clients.consumer(cluster, "srm-test-count", **{"enable.partition.eof": True})
+    consumer = clients.reader(cluster, "srm-test-count")
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         if metadata.error is not None:

@@ -43,7 +43,7 @@ def read_meta(target: Cluster, flow: Flow) -> dict[str, Any] | None:
 
     if META_TOPIC not in partition_counts(clients.admin_client(target), include_internal=True):
         return None
-    consumer = clients.consumer(target, "__srm.meta-reader", **{"enable.partition.eof": True})
+    consumer = clients.reader(target, "__srm.meta-reader")
     latest = None
     try:
         for message in read_to_end(consumer, META_TOPIC):

@@ -26,7 +26,7 @@ def read_checkpoints(cluster: Cluster, topic: str) -> dict[CheckpointKey, Checkp
     """The latest checkpoint per key in ``topic`` (empty if the topic does not exist yet)."""
     if topic not in partition_counts(clients.admin_client(cluster), include_internal=True):
         return {}
-    consumer = clients.consumer(cluster, "__srm.checkpoint-reader", **{"enable.partition.eof": True})
+    consumer = clients.reader(cluster, "__srm.checkpoint-reader")
     latest: dict[CheckpointKey, Checkpoint] = {}
     try:
         for message in read_to_end(consumer, topic, 0, READ_TIMEOUT_S):

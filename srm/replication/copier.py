@@ -32,7 +32,7 @@ from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult
 from srm.replication.kafka_errors import is_fatal, read_error
 from srm.replication.ownership import OWNERS_TAIL_READER, latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
-from srm.replication.progress import PROGRESS_READER, Progress, progress_group, read_progress
+from srm.replication.progress import Progress, progress_group, read_progress
 from srm.replication.provenance import Provenance
 from srm.replication.writer import TargetWriter, TransactionAborted
 from srm.topics import list_offsets, partition_leaders
@@ -362,7 +362,7 @@ class CopyLoop:
 
     def _progress_reader(self) -> Any:
         def build() -> Any:
-            return clients.consumer(self.job.target, progress_group(self.job.flow.source), **PROGRESS_READER)
+            return clients.reader(self.job.target, progress_group(self.job.flow.source))
 
         return self.cache.client(("progress", self.job.flow.name), build)
 

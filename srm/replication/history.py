@@ -83,7 +83,7 @@ class HistoryIngest:
         """Rows of the records from ``start``, up to ``end`` or ``limit`` records; returns the offset
         the next read starts from with them (past transaction markers and aborted records)."""
         if self._consumer is None:
-            self._consumer = clients.consumer(self.target, "__srm.history-ingest", **{"enable.partition.eof": True})
+            self._consumer = clients.reader(self.target, "__srm.history-ingest")
         rows: list[dict[str, Any]] = []
         messages = read_to_end(self._consumer, self.topic, 0, STALL_TIMEOUT_S, start=start)
         for read, message in enumerate(messages, 1):

@@ -199,9 +199,7 @@ class FlowOwner:
         self.current: Ownership | None = None
         self.offset = 0  # offset of this run's latest record: copy tasks read the topic from here
         self._producer: Any = None
-        # EOF tells where the topic ends; a short fetch wait makes reading to the end quick.
-        settings = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
-        self._consumer = clients.consumer(target, "__srm.owners", **settings)
+        self._consumer = clients.reader(target, "__srm.owners")
         self._tail = 0
 
     def claim(self, tasks: int, mode: str) -> Ownership:

@@ -71,15 +71,11 @@ def read_flow_progress(cluster: Cluster, flow: Flow, partitions: list[Key]) -> d
     """``read_progress`` with a consumer of its own (driver side)."""
     from srm import clients
 
-    consumer = clients.consumer(cluster, progress_group(flow.source), **PROGRESS_READER)
+    consumer = clients.reader(cluster, progress_group(flow.source))
     try:
         return read_progress(consumer, flow, partitions)
     finally:
         consumer.close()
-
-
-# How a progress reader reads: to the end (EOF), without waiting long at it.
-PROGRESS_READER = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
 
 
 def _legacy(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:

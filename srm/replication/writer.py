@@ -39,7 +39,7 @@ from srm.replication.kafka_errors import (
     write_error,
 )
 from srm.replication.partition_state import PartitionState
-from srm.replication.progress import PROGRESS_READER, progress_group
+from srm.replication.progress import progress_group
 from srm.replication.runs import OffsetRun, SyncPacer
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ class TargetWriter:
 
     def _build_target_consumer(self) -> Any:
         # Reads the committed progress and the ownership records of the flow. Never subscribes.
-        return clients.consumer(self.job.target, progress_group(self.job.flow.source), **PROGRESS_READER)
+        return clients.reader(self.job.target, progress_group(self.job.flow.source))
 
     def track(self, states: list[PartitionState]) -> None:
         self.by_target = {s.target: s for s in states}

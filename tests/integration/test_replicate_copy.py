@@ -69,7 +69,7 @@ def test_ten_partitions_identical_per_partition(spark: Any, kafka: SrmConfig, tm
     # Each transaction put the history's partition in with its first record: an opener, without
     # runs, restating a position of that record's partition no later than the transaction's own.
     # The warehouse holds the history without them.
-    reader = clients.consumer(env.east, unique("history-reader"), **{"enable.partition.eof": True})
+    reader = clients.reader(env.east, unique("history-reader"))
     try:
         history = [
             (is_opener(m), OffsetRunsRecord.from_message(m))

@@ -147,8 +147,7 @@ def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
     # Every zombie record reached the log, and none is visible: each transaction was aborted.
     seen = {}
     for isolation in ("read_uncommitted", "read_committed"):
-        settings = {"enable.partition.eof": True, "isolation.level": isolation}
-        consumer = clients.consumer(env.east, unique("own-fence-reader"), **settings)
+        consumer = clients.reader(env.east, unique("own-fence-reader"), **{"isolation.level": isolation})
         try:
             seen[isolation] = sorted(m.value().decode() for m in read_to_end(consumer, topic, range(2)))
         finally:

@@ -73,7 +73,7 @@ def test_read_to_end_reads_several_partitions_at_once_each_in_order(
     ensure_topic(clients.admin_client(cluster), topic, 5)
     # Partition 3 stays empty: its end is its start.
     produce(cluster, topic, [{"value": f"{p}-{i}".encode(), "partition": p} for i in range(4) for p in (0, 1, 2, 4)])
-    consumer = clients.consumer(cluster, unique("ends-reader"), **{"enable.partition.eof": True})
+    consumer = clients.reader(cluster, unique("ends-reader"))
     try:
         read = [(m.partition(), m.value().decode()) for m in read_to_end(consumer, topic, range(5))]
         one = [m.value().decode() for m in read_to_end(consumer, topic, 2)]
