@@ -19,7 +19,7 @@ history topics in one Kafka transaction, so the flow's next run starts exactly t
 offset syncs and checkpoints stay where they are: groups that already failed over with MM2's
 checkpoints keep them, and ours continue the same checkpoints topic.
 
-Lining up reads every record of the remote topics once (and the same span of the source): a
+Lining up reads every record of the remote topics once (and their source partitions whole): a
 one-time cost of the takeover, logged per partition.
 """
 

@@ -166,7 +166,7 @@ class TargetWriter:
         return _RoutedProducer(producer, router, transactional_id)
 
     def _build_target_consumer(self) -> Any:
-        # Reads the committed progress and the ownership records of the flow. Never subscribes.
+        # Reads the ownership records of the flow (to the end, see latest_ownership). Never subscribes.
         return clients.reader(self.job.target, progress_group(self.job.flow.source))
 
     def track(self, states: list[PartitionState]) -> None:
