@@ -6,6 +6,7 @@ SrmError naming the topic otherwise.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -208,6 +209,7 @@ def record_counts(consumer: Any, topic: str, partitions: int, timeout_s: float =
 
     counts = dict.fromkeys(range(partitions), 0)
     waiting = set(counts)
+    learn_leaders(consumer, topic)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in waiting])
     deadline = time.monotonic() + timeout_s
     try:
@@ -247,6 +249,7 @@ def read_to_end(
     where = f"{topic}[{partitions[0]}]" if len(partitions) == 1 else f"{topic} ({len(partitions)} partitions)"
     pending = set(partitions)
     first = OFFSET_BEGINNING if start is None else start
+    learn_leaders(consumer, topic)
     consumer.assign([TopicPartition(topic, p, first) for p in partitions])
     deadline = time.monotonic() + timeout_s
     try:
@@ -269,6 +272,19 @@ def read_to_end(
     finally:
         if not keep_assigned:
             consumer.unassign()
+
+
+def learn_leaders(consumer: Any, topic: str) -> None:
+    """Put ``topic``'s partition leaders into ``consumer``'s metadata before it is assigned.
+
+    A partition assigned while its leader is unknown to the consumer waits for librdkafka's offset
+    query timer (500 ms) and a metadata refresh: 0.55-1.05 s for every topic new to the consumer,
+    against 0.06 s with the metadata asked for first (one small partition read to its end, measured
+    here). Never creates the topic (consumers do not ask for that). A failure is left to the read."""
+    from confluent_kafka import KafkaException
+
+    with contextlib.suppress(KafkaException):  # the read that follows reports an unreachable cluster
+        consumer.list_topics(topic, timeout=10)
 
 
 def _check_read(error: Any, where: str) -> None:
