@@ -17,7 +17,7 @@ from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import RecordFormatError, SrmError
 from srm.internal_topics import InternalTopic, ensure_internal_topic
 from srm.records import Heartbeat
-from srm.topics import broker_count, learn_leaders, list_offsets, partition_counts
+from srm.topics import assign_partitions, broker_count, list_offsets, partition_counts
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +113,7 @@ def freshness(target: Cluster, flow: Flow) -> Freshness:
 
 def _last_heartbeats(consumer: Any, start: Any) -> list[Heartbeat]:
     """The heartbeats from ``start`` to the end of its partition (transaction markers are skipped)."""
-    learn_leaders(consumer, start.topic)
-    consumer.assign([start])
+    assign_partitions(consumer, [start])
     beats: list[Heartbeat] = []
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -245,8 +245,9 @@ def pair(copies: list[tuple[int, bytes]], originals: Iterable[tuple[int, bytes]]
 
 
 class DigestReader:
-    """Reads partitions of one cluster whole, one after another, with one consumer (a consumer's
-    first read costs about half a second here, each later one milliseconds)."""
+    """Reads partitions of one cluster whole, one after another, with one consumer for the whole
+    plan (not a consumer of its own per partition: a heartbeats topic of each cluster a flow ever
+    came from makes many small partitions to line up)."""
 
     def __init__(self, cluster: Any, isolation: str) -> None:
         self.consumer = clients.reader(cluster, "srm-takeover", **{"isolation.level": isolation})

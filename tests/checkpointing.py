@@ -9,6 +9,7 @@ from typing import Any
 
 from srm import clients
 from srm.config.model import Cluster
+from srm.topics import assign_partitions
 
 
 def commit(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:
@@ -29,7 +30,7 @@ def read_from(
     from confluent_kafka import TopicPartition
 
     consumer = clients.reader(cluster, "srm-test-from")
-    consumer.assign([TopicPartition(topic, partition, offset)])
+    assign_partitions(consumer, [TopicPartition(topic, partition, offset)])
     out: list[tuple[Any, ...]] = []
     deadline = time.monotonic() + timeout_s
     try:

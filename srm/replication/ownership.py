@@ -41,7 +41,7 @@ from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, RecordFormatError, SrmError
 from srm.internal_topics import OWNERS_TOPIC
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
-from srm.topics import learn_leaders, read_to_end
+from srm.topics import assign_partitions, read_to_end
 
 log = logging.getLogger("srm.replicate")
 
@@ -143,8 +143,7 @@ class OwnerTail:
 
         self.consumer = consumer
         self.key = owners_key(flow)
-        learn_leaders(consumer, OWNERS_TOPIC)
-        consumer.assign([TopicPartition(OWNERS_TOPIC, 0, start)])
+        assign_partitions(consumer, [TopicPartition(OWNERS_TOPIC, 0, start)])
 
     def poll(self) -> Ownership | None:
         """The newest record of the flow written since the last call, if any."""
