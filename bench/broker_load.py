@@ -1,6 +1,6 @@
 """What each replicator asks of the target's broker under the latency benchmark's load.
 
-    .venv/bin/python -m bench.broker_load [--rate 5000] [--seconds 30] [--partitions 8]
+    .venv/bin/python -m bench.broker_load [--rate 5000] [--seconds 30] [--warmup-seconds 5] [--partitions 8]
 
 On the local clusters (``make kafka-up``), ours (exactly once, its defaults) and then MirrorMaker 2
 copy the load of ``bench.latency``. While the load runs (the warm-up left out), the target's broker
@@ -126,10 +126,10 @@ def target_broker(target: Cluster) -> int:
     return pid
 
 
-def measure(config_path: Path, rate: int, seconds: int, partitions: int) -> dict[str, Any]:
+def measure(config_path: Path, load: latency.Load) -> dict[str, Any]:
+    rate, seconds, partitions = load.rate, load.seconds, load.partitions
     source, target = latency.clusters(config_path)
     watch = BrokerWatch(target_broker(target))
-    load = latency.Load(rate, seconds, partitions)
     out: dict[str, Any] = {"rate": rate, "seconds": seconds, "partitions": partitions}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -145,7 +145,8 @@ def measure(config_path: Path, rate: int, seconds: int, partitions: int) -> dict
 
 def main() -> None:
     args = latency.load_arguments(__doc__.split("\n")[0], seconds=30).parse_args()
-    print(json.dumps(measure(Path(args.config), args.rate, args.seconds, args.partitions), indent=2))
+    load = latency.Load(args.rate, args.seconds, args.partitions, args.warmup_seconds)
+    print(json.dumps(measure(Path(args.config), load), indent=2))
 
 
 if __name__ == "__main__":

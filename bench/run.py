@@ -31,7 +31,13 @@ from srm.config import load_config
 PRESETS: dict[str, dict[str, Any]] = {
     "full": {
         "throughput": {"records": 1_000_000, "sizes": [1024, 100], "partitions": 8, "repeat": 3},
-        "latency": {"rates": [5000, 50_000], "seconds": 30, "partitions": 8, "sweep": [25, 50, 100, 250, 1000]},
+        "latency": {
+            "rates": [5000, 50_000],
+            "seconds": 30,
+            "warmup_seconds": 5,
+            "partitions": 8,
+            "sweep": [25, 50, 100, 250, 1000],
+        },
         "failover": {"per_partition": 10_000, "partitions": 8},
         "scale": {"partitions": [1, 8, 64], "records": 200_000, "topics": [1, 100, 500], "per_topic": 200},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
@@ -40,7 +46,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "quick": {
         "throughput": {"records": 20_000, "sizes": [100], "partitions": 2, "repeat": 1},
-        "latency": {"rates": [500], "seconds": 5, "partitions": 2, "sweep": [100]},
+        "latency": {"rates": [500], "seconds": 5, "warmup_seconds": 1, "partitions": 2, "sweep": [100]},
         "failover": {"per_partition": 1000, "partitions": 2},
         "scale": {"partitions": [2], "records": 10_000, "topics": [2], "per_topic": 20},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
@@ -162,7 +168,12 @@ def main() -> None:
             "latency",
             "latency",
             lambda o: latency.measure(
-                args.config, rates=o["rates"], seconds=o["seconds"], partitions=o["partitions"], sweep_ms=o["sweep"]
+                args.config,
+                rates=o["rates"],
+                seconds=o["seconds"],
+                warmup_seconds=o["warmup_seconds"],
+                partitions=o["partitions"],
+                sweep_ms=o["sweep"],
             ),
         ),
         (
