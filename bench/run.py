@@ -46,7 +46,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "quick": {
         "throughput": {"records": 20_000, "sizes": [100], "partitions": 2, "repeat": 1},
-        "latency": {"rates": [500], "seconds": 5, "warmup_seconds": 1, "partitions": 2, "sweep": [100]},
+        # 30 s: a run of ours outlasts its first lease, whose log line gives the sweep's commit rate
+        "latency": {"rates": [500], "seconds": 30, "warmup_seconds": 1, "partitions": 2, "sweep": [100]},
         "failover": {"per_partition": 1000, "partitions": 2},
         "scale": {"partitions": [2], "records": 10_000, "topics": [2], "per_topic": 20},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
