@@ -127,15 +127,14 @@ def target_broker(target: Cluster) -> int:
 
 
 def measure(config_path: Path, load: latency.Load) -> dict[str, Any]:
-    rate, seconds, partitions = load.rate, load.seconds, load.partitions
     source, target = latency.clusters(config_path)
     watch = BrokerWatch(target_broker(target))
-    out: dict[str, Any] = {"rate": rate, "seconds": seconds, "partitions": partitions}
+    out: dict[str, Any] = dict(load.described())
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         tools = {
             "ours_exactly_once": latency.start_ours(config_path, workdir),
-            "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, partitions),
+            "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, load.partitions),
         }
         for name, start in tools.items():
             run = latency.run_with(start, source, target, load, during=watch.window)
