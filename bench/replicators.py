@@ -5,7 +5,8 @@ fresh cluster aliases (so each run has its own remote topics and internal topics
 regex); ``mirrormaker2`` runs Apache Kafka's MirrorMaker 2 in dedicated mode from the resolved
 jars with its defaults (bench.mm2.mm2_properties) plus ``extra`` properties. Both return the
 process (its own session: stop it with ``stop``) and the source alias, the prefix of the remote
-topics.
+topics. ``textbook`` runs bench.textbook_copier, Kafka's exactly-once pattern without anything
+of ours, for one topic.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,14 @@ def mirrormaker2(
     props.write_text(mm2_properties(servers, topics, tasks) + "".join(f"{line}\n" for line in extra))
     out = (workdir / f"mm2-{alias}.log").open("w")
     command = kafka_command("org.apache.kafka.connect.mirror.MirrorMaker", str(props), heap="1g")
+    return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True), alias
+
+
+def textbook(config_path: Path, workdir: Path, topic: str, partitions: int) -> tuple[subprocess.Popen[bytes], str]:
+    alias = f"x{uuid.uuid4().hex[:6]}"
+    command = [sys.executable, "-m", "bench.textbook_copier", "--config", str(config_path), "--topic", topic]
+    command += ["--remote", f"{alias}.{topic}", "--partitions", str(partitions)]
+    out = (workdir / f"textbook-{alias}.log").open("w")
     return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True), alias
 
 

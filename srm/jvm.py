@@ -28,12 +28,18 @@ def java_binary() -> str:
     return found
 
 
-def kafka_command(main_class: str, *args: str, heap: str = "256m", logs_dir: Path | None = None) -> list[str]:
+def kafka_command(
+    main_class: str, *args: str, heap: str = "256m", initial_heap: str | None = None, logs_dir: Path | None = None
+) -> list[str]:
     """``java ... <main_class> args`` with the Kafka jars and the project's Log4j2 configuration.
 
-    ``logs_dir`` (servers) sends logs to files there; without it (tools) only warnings reach stderr.
+    ``heap`` is the most the JVM takes (-Xmx), ``initial_heap`` what it starts with (-Xms; the JVM's
+    own choice if None). ``logs_dir`` (servers) sends logs to files there; without it (tools) only
+    warnings reach stderr.
     """
     command = [java_binary(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+    if initial_heap is not None:
+        command.insert(1, f"-Xms{initial_heap}")
     # Servers log to files under logs_dir; tools log warnings to stderr only.
     log_config = "log4j2.properties" if logs_dir is not None else "log4j2-tools.properties"
     command.append(f"-Dlog4j2.configurationFile={project_root() / 'conf' / 'jvm' / log_config}")

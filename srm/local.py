@@ -38,6 +38,12 @@ from srm.probe import broker_answers
 START_TIMEOUT_S = 90.0
 # A clean shutdown flushes logs and closes the metadata log; past this we SIGKILL.
 STOP_TIMEOUT_S = 30.0
+# A broker starts with its whole heap, as Kafka's kafka-server-start.sh starts one (-Xmx1G -Xms1G).
+# Left to grow, G1 kept it at ~455 MiB while the broker's old generation grew, so its young
+# generation shrank and its collections came ever more often: every 3.5 s and then every 1.1 s
+# under bench.latency's load an hour after the start, each one a burst of late records (every 12 s
+# with the full heap; bench/REPORT.md, "Latency").
+BROKER_HEAP = "1g"
 
 # Dev-cluster settings. One node: every internal topic needs replication factor 1 and ISR 1.
 # Fewer partitions for __consumer_offsets / __transaction_state than the production default of
@@ -165,7 +171,7 @@ class LocalKafka:
             self._format()
         with open(self.logs / "stdout.log", "ab") as out:
             process = subprocess.Popen(
-                kafka_command("kafka.Kafka", str(self.properties), heap="1g", logs_dir=self.logs),
+                self.command(),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -174,6 +180,12 @@ class LocalKafka:
         self.pidfile.write_text(f"{process.pid}\n")
         self._process = process
         return True
+
+    def command(self) -> list[str]:
+        """The broker's command line."""
+        return kafka_command(
+            "kafka.Kafka", str(self.properties), heap=BROKER_HEAP, initial_heap=BROKER_HEAP, logs_dir=self.logs
+        )
 
     def _write_properties(self) -> None:
         # A secured broker's file holds its store and admin passwords: readable by this user only.

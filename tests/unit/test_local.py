@@ -27,6 +27,13 @@ def test_server_properties_for_a_single_node_kraft_broker(tmp_path: Path) -> Non
     assert props["log.retention.ms"] == "60000"  # extra settings from `local.server`
 
 
+def test_a_broker_starts_with_its_whole_heap_as_kafka_server_start_does(tmp_path: Path) -> None:
+    broker = LocalBroker(host="127.0.0.1", port=19092, controller_port=19093)
+    command = LocalKafka("us-west", broker, tmp_path).command()
+    assert "-Xms1g" in command and "-Xmx1g" in command
+    assert command.index("-Xms1g") < command.index("kafka.Kafka")  # a JVM option, not an argument
+
+
 def test_cluster_ids_are_kraft_uuids() -> None:
     ids = {new_cluster_id() for _ in range(200)}
     assert len(ids) == 200
