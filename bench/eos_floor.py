@@ -5,10 +5,11 @@
 Each round runs ``bench.latency``'s load (warm-up included) three times on the local clusters
 (``make kafka-up``): ours (exactly once, its defaults), ``bench.textbook_copier`` (Kafka's own
 consume-transform-produce in transactions, with nothing of ours: no Spark, no history, no
-progress, no ownership), and MirrorMaker 2 (at least once, its defaults). The rounds alternate the
-tools so each meets the same state of the machine. Prints JSON: each run's p50/p95/p99/max and the
-records read against those sent, and per tool the median of the rounds. The textbook copier's
-figures are the floor a copier built on Kafka transactions (as librdkafka speaks them) meets here;
+progress, no ownership), and MirrorMaker 2 (at least once, its defaults). Each round starts with
+the next tool, so no tool always runs first or last. Prints JSON: each run's p50/p95/p99/max and
+the records read against those sent (the textbook copier's also the transactions it committed),
+per tool the median of the rounds, and where the tools' logs are kept. The textbook copier's
+figures are what a copier built on Kafka transactions (as librdkafka speaks them) gets here;
 MirrorMaker 2 waits for no commit. Not part of ``make bench``: the report quotes it
 (bench/report.py, TAIL).
 """
@@ -16,47 +17,63 @@ MirrorMaker 2 waits for no commit. Not part of ``make bench``: the report quotes
 from __future__ import annotations
 
 import json
+import re
 import statistics
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from bench import latency, replicators
+from bench import latency, replicators, textbook_copier
+from srm.paths import local_dir
 
 FIGURES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 COUNTS = ("records", "sent")
+TEXTBOOK = "textbook_exactly_once"
 
 
 def tools(config_path: Path, workdir: Path, partitions: int) -> dict[str, latency.Start]:
     return {
         "ours_exactly_once": latency.start_ours(config_path, workdir),
-        "textbook_exactly_once": lambda topic: replicators.textbook(config_path, workdir, topic, partitions),
+        TEXTBOOK: lambda topic: replicators.textbook(config_path, workdir, topic, partitions),
         "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, partitions),
     }
 
 
-def measure(config_path: Path, load: latency.Load, rounds: int) -> dict[str, Any]:
+def committed(workdir: Path) -> int | None:
+    """The transactions the textbook copier that ran last committed, from the line it ends with."""
+    logs = sorted(workdir.glob("textbook-*.log"), key=lambda path: path.stat().st_mtime)
+    pattern = re.escape(textbook_copier.DONE_LINE).replace(re.escape("{}"), r"(\d+)")
+    found = re.search(pattern, logs[-1].read_text(errors="replace")) if logs else None
+    return int(found[1]) if found else None
+
+
+def measure(config_path: Path, load: latency.Load, rounds: int, workdir: Path) -> dict[str, Any]:
     source, target = latency.clusters(config_path)
-    runs: dict[str, list[dict[str, Any]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(rounds):
-            for name, start in tools(config_path, Path(tmp), load.partitions).items():
-                figures = latency.run_with(start, source, target, load)
-                kept = {k: round(figures[k], 1) for k in FIGURES} | {k: figures[k] for k in COUNTS}
-                runs.setdefault(name, []).append(kept)
+    starts = list(tools(config_path, workdir, load.partitions).items())
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in starts}
+    for round_ in range(rounds):
+        for name, start in starts[round_ % len(starts) :] + starts[: round_ % len(starts)]:
+            figures = latency.run_with(start, source, target, load)
+            kept = {k: round(figures[k], 1) for k in FIGURES} | {k: figures[k] for k in COUNTS}
+            if name == TEXTBOOK:
+                kept["transactions"] = committed(workdir)
+            runs[name].append(kept)
     return dict(load.described()) | {
         "rounds": rounds,
         "median": {name: {k: statistics.median(r[k] for r in rs) for k in FIGURES} for name, rs in runs.items()},
         "runs": runs,
+        "logs": str(workdir),
     }
 
 
 def main() -> None:
     parser = latency.load_arguments(__doc__.split("\n")[0], seconds=30)
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each tool, alternated (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each tool (default %(default)s)")
     args = parser.parse_args()
     load = latency.Load(args.rate, args.seconds, args.partitions, args.warmup_seconds)
-    print(json.dumps(measure(Path(args.config), load, args.rounds), indent=2))
+    workdir = local_dir() / "eos-floor" / time.strftime("%Y%m%d-%H%M%S")
+    workdir.mkdir(parents=True)
+    print(json.dumps(measure(Path(args.config), load, args.rounds, workdir), indent=2))
 
 
 if __name__ == "__main__":

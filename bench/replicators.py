@@ -26,6 +26,7 @@ from bench.available_now import flow_config
 from bench.mm2 import mm2_properties
 from srm.config.model import Cluster
 from srm.jvm import kafka_command
+from srm.paths import project_root
 from srm.sparkapp import spark_submit_command, submit_environment
 
 
@@ -57,10 +58,14 @@ def mirrormaker2(
 
 def textbook(config_path: Path, workdir: Path, topic: str, partitions: int) -> tuple[subprocess.Popen[bytes], str]:
     alias = f"x{uuid.uuid4().hex[:6]}"
-    command = [sys.executable, "-m", "bench.textbook_copier", "--config", str(config_path), "--topic", topic]
-    command += ["--remote", f"{alias}.{topic}", "--partitions", str(partitions)]
+    command = [sys.executable, "-m", "bench.textbook_copier", "--config", str(config_path.resolve())]
+    command += ["--topic", topic, "--remote", f"{alias}.{topic}", "--partitions", str(partitions)]
     out = (workdir / f"textbook-{alias}.log").open("w")
-    return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True), alias
+    # bench is a folder of the checkout, not an installed package: run from the checkout
+    process = subprocess.Popen(
+        command, cwd=project_root(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    return process, alias
 
 
 def stop(process: subprocess.Popen[Any]) -> None:
