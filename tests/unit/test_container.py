@@ -51,9 +51,8 @@ def test_an_unformatted_log_dir_needs_a_cluster_id(tmp_path: Path) -> None:
         kafka(env, tmp_path / "config")
 
 
-def test_a_formatted_log_dir_starts_with_the_heap_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("srm.jvm.java_binary", lambda: "java")  # neither Java nor the jars needed here
-    monkeypatch.setattr("srm.jvm.kafka_jars", lambda: tmp_path / "jars")
+@pytest.mark.usefixtures("no_jvm")
+def test_a_formatted_log_dir_starts_with_the_heap_asked_for(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "meta.properties").write_text("node.id=1\n")
     command = kafka({**ENV, "KAFKA_LOG_DIRS": str(tmp_path / "data")}, tmp_path / "config")

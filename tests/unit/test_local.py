@@ -27,11 +27,8 @@ def test_server_properties_for_a_single_node_kraft_broker(tmp_path: Path) -> Non
     assert props["log.retention.ms"] == "60000"  # extra settings from `local.server`
 
 
-def test_a_broker_starts_with_its_whole_heap_as_kafka_server_start_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("srm.jvm.java_binary", lambda: "java")  # neither Java nor the jars needed here
-    monkeypatch.setattr("srm.jvm.kafka_jars", lambda: tmp_path / "jars")
+@pytest.mark.usefixtures("no_jvm")
+def test_a_broker_starts_with_its_whole_heap_as_kafka_server_start_does(tmp_path: Path) -> None:
     broker = LocalBroker(host="127.0.0.1", port=19092, controller_port=19093)
     command = LocalKafka("us-west", broker, tmp_path).command()
     assert "-Xms1g" in command and "-Xmx1g" in command
