@@ -98,6 +98,10 @@ class _Reader:
         except UnicodeDecodeError as exc:
             raise ValueError(f"{self._what}: field {field} is not valid UTF-8") from exc
 
+    def more(self) -> bool:
+        """Bytes are left: an optional trailing field is present."""
+        return self._pos < len(self._data)
+
     def version(self) -> None:
         version = self.int16("version")
         if version != VERSION:
@@ -308,7 +312,14 @@ class ProgressRecord(_PartitionKeyed):
     Written to ``srm-offsets.<source>.internal`` on the target (compacted) inside the same
     transaction as the records it counts, like Kafka Connect's source offsets (MM2's
     ``mm2-offsets.<source>.internal``). Key: STRING upstream topic, INT32 partition. Value: INT16
-    version, STRING upstream topic id (it changes when the topic is recreated), INT64 next offset.
+    version, STRING upstream topic id (it changes when the topic is recreated), INT64 next offset,
+    and optionally INT64 history offset (``history_from``, present when >= 0).
+
+    A record with ``history_from`` is *journaled*: transactions after it may have moved the
+    partition on with a history record only (:class:`OffsetRunsRecord`, which holds the same next
+    offset), all of them at or after that offset of the history topic; the latest such history
+    record is the progress (:mod:`srm.replication.progress`). A record without it is the last word
+    until the next progress record.
     """
 
     KIND: ClassVar[str] = "progress"
@@ -316,12 +327,24 @@ class ProgressRecord(_PartitionKeyed):
     partition: int
     topic_id: str
     next_offset: int
+    history_from: int = -1
 
     def value(self) -> bytes:
-        return _Writer().int16(VERSION).string(self.topic_id).int64(self.next_offset).bytes()
+        w = _Writer().int16(VERSION).string(self.topic_id).int64(self.next_offset)
+        return (w.int64(self.history_from) if self.history_from >= 0 else w).bytes()
 
     @classmethod
     def _parse(cls, key: _Reader, value: _Reader) -> Self:
         topic, partition = cls._partition(key)
         value.version()
-        return cls(topic, partition, value.string("topicId"), value.int64("nextOffset"))
+        topic_id, next_offset = value.string("topicId"), value.int64("nextOffset")
+        history_from = -1
+        if value.more():
+            history_from = value.int64("historyFrom")
+            if history_from < 0:
+                raise ValueError(f"{cls.KIND} value: negative history offset {history_from}")
+        return cls(topic, partition, topic_id, next_offset, history_from)
+
+    @property
+    def journaled(self) -> bool:
+        return self.history_from >= 0

@@ -112,6 +112,7 @@ class CopyLoop:
             prog = progress.get(r.key)
             result = PartitionResult(r.topic, r.partition, r.target_topic, r.end, started_ms=started)
             state = PartitionState(r, result, r.start, prog.next_offset if prog else None, r.topic_id)
+            state.journaled = prog is not None and prog.journaled
             self._resume(state, prog, lows[r.key])
             state.origin = state.next_offset
             state.committed_at = time.monotonic()
@@ -186,8 +187,10 @@ class CopyLoop:
         self.writer.producer.poll(0)
         return len(messages)
 
-    def commit(self) -> None:
-        self.writer.commit(list(self.states.values()))
+    def commit(self, *, settle: bool = False) -> None:
+        """Commit what was copied; ``settle``: and a plain progress record for every quiet partition
+        whose latest is journaled (srm.replication.progress)."""
+        self.writer.commit(list(self.states.values()), settle=settle)
 
     def rewind(self) -> None:
         """After an aborted transaction: every partition reads again from its committed progress."""
@@ -399,10 +402,10 @@ def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResul
     return loop.results()
 
 
-def commit_or_rewind(loop: CopyLoop) -> bool:
+def commit_or_rewind(loop: CopyLoop, *, settle: bool = False) -> bool:
     """Commit; after an aborted transaction rewind every partition instead. True if committed."""
     try:
-        loop.commit()
+        loop.commit(settle=settle)
     except TransactionAborted:
         loop.rewind()
         return False

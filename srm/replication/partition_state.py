@@ -28,6 +28,10 @@ class PartitionState:
     stamps: list[int] = field(default_factory=list)
     acked: list[int] = field(default_factory=list)
     saved: tuple[int, int] = (0, 0)  # result.records and result.bytes at the last commit
+    # The partition's latest progress record on the target is journaled (its history may hold a
+    # later position, srm.replication.progress), written at monotonic time progress_at.
+    journaled: bool = False
+    progress_at: float = float("-inf")
 
     @property
     def target(self) -> tuple[str, int]:
@@ -37,6 +41,11 @@ class PartitionState:
     def dirty(self) -> bool:
         """Progress differs from what the target has: it must be committed."""
         return not self.blocked and self.next_offset != self.committed
+
+    @property
+    def settled(self) -> bool:
+        """Everything read is committed and the position is the partition's own (no loss pending)."""
+        return not self.blocked and self.next_offset == self.committed
 
     @property
     def active(self) -> bool:

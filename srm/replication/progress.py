@@ -7,6 +7,15 @@ records it does not hold. Its offset is the next *source* offset to copy; it car
 topic id, which changes when a topic is recreated. Reading it read_committed up to its end waits
 for nothing: every open transaction of the flow was aborted when the run claimed the flow.
 
+Continuous mode does not write a progress record in every transaction
+(:mod:`srm.replication.writer`): every transaction holds a history record per partition it moved
+(``srm-offset-syncs.<source>.internal``), with the same next offset, and the history is the
+journal the progress topic is a snapshot of. A *journaled* progress record names the history
+offset from which later history records of its partition may follow; reading the progress then
+reads the history from there to its end and takes each such partition's latest history record.
+The copier writes a plain progress record once a partition has been quiet for a moment
+(``PROGRESS_EVERY_S``), so a partition that stays quiet never needs the history read again.
+
 A compacted topic never expires, unlike consumer-group offsets (``offsets.retention.minutes``),
 and writing it needs no ``send_offsets_to_transaction``, whose librdkafka implementation can hang
 past its timeout once the group coordinator was down (librdkafka issues #5456 and #5511).
@@ -22,8 +31,8 @@ from typing import Any
 
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError
-from srm.internal_topics import progress_topic_name
-from srm.records import ProgressRecord
+from srm.internal_topics import history_topic_name, progress_topic_name
+from srm.records import OffsetRunsRecord, ProgressRecord, is_opener
 from srm.retry import retrying
 from srm.topics import read_to_end
 
@@ -41,6 +50,9 @@ def progress_group(source: str) -> str:
 class Progress:
     next_offset: int
     topic_id: str  # "" when unknown
+    # The latest progress record is journaled: the copier that goes on from here writes a plain one
+    # soon, so later readers need not read the history.
+    journaled: bool = False
 
 
 def read_progress(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
@@ -51,6 +63,7 @@ def read_progress(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key,
         return {}
     wanted = set(partitions)
     found: dict[Key, Progress] = {}
+    journal: dict[Key, int] = {}  # journaled partitions: where their later history may start
     topic = progress_topic_name(flow)
     exists = retrying(lambda: consumer.list_topics(topic, timeout=30), f"cannot look up {topic}").topics[topic]
     for message in read_to_end(consumer, topic, 0) if exists.error is None else ():
@@ -59,12 +72,53 @@ def read_progress(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key,
         except RecordFormatError as exc:  # never stop a flow over one unreadable record
             log.error("ignored: %s", exc)
             continue
-        if (record.topic, record.partition) in wanted:
-            found[(record.topic, record.partition)] = Progress(record.next_offset, record.topic_id)
+        key = (record.topic, record.partition)
+        if key in wanted:
+            found[key] = Progress(record.next_offset, record.topic_id, record.journaled)
+            journal.pop(key, None)
+            if record.journaled:
+                journal[key] = record.history_from
+    if journal:
+        found.update(_journal(consumer, flow, journal))
     missing = [key for key in partitions if key not in found]
     if missing:
         found.update(_legacy(consumer, flow, missing))
     return found
+
+
+def _journal(consumer: Any, flow: Flow, journal: dict[Key, int]) -> dict[Key, Progress]:
+    """The latest history record of each journaled partition, read from the lowest history offset
+    they name to the history's end (read_committed: aborted transactions are skipped)."""
+    from confluent_kafka import TopicPartition
+
+    topic = history_topic_name(flow)
+    start = min(journal.values())
+    low, _ = retrying(
+        lambda: consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False),
+        f"cannot read the offsets of {topic}",
+    )
+    if low > start:  # kept a week (srm.internal_topics): only a flow stopped that long right after a crash
+        log.error(
+            "%s: the history from offset %d is gone (it starts at %d): the progress of %s may be behind "
+            "what the target holds, and the records after it copied again",
+            topic,
+            start,
+            low,
+            ", ".join(f"{t}[{p}]" for (t, p), at in sorted(journal.items()) if at < low),
+        )
+    latest: dict[Key, Progress] = {}
+    for message in read_to_end(consumer, topic, 0, start=max(start, low)):
+        if is_opener(message):  # it restates committed progress: never newer than the record after it
+            continue
+        try:
+            record = OffsetRunsRecord.from_message(message)
+        except RecordFormatError as exc:
+            log.error("ignored: %s", exc)
+            continue
+        key = (record.topic, record.partition)
+        if key in journal and message.offset() >= journal[key]:
+            latest[key] = Progress(record.next_offset, record.topic_id, journaled=True)
+    return latest
 
 
 def read_flow_progress(cluster: Cluster, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 GRACE_S = 30.0
 IDLE_WAIT_S = 0.05  # longest wait for a record when no transaction is open
 OWNERS_POLL_S = 0.1
+SETTLE_POLL_S = 0.5  # how often a copier without an open transaction looks for quiet partitions
 TAKE_TIMEOUT_S = 300.0
 
 
@@ -60,6 +61,7 @@ class ResidentCopier(threading.Thread):
         self.deadline = time.monotonic() + self.lease.seconds + GRACE_S
         self._tail: OwnerTail | None = None
         self._next_owners_poll = 0.0
+        self._next_settle_poll = 0.0
 
     # --- the task's side ----------------------------------------------------------------------
     def renew(self, job: CopyJob) -> None:
@@ -105,9 +107,11 @@ class ResidentCopier(threading.Thread):
             if self._take_asked.is_set():
                 self._hand_over()
             if self._owner_says_stop() or time.monotonic() > self.deadline:
-                commit_or_rewind(self.loop)
+                commit_or_rewind(self.loop, settle=True)  # the next copier reads no history
                 return
             open_transaction = self.loop.writer.due_in(interval) is not None
+            if not open_transaction and self._settle_due():
+                commit_or_rewind(self.loop)
             copied = self.loop.step(0.0 if open_transaction else IDLE_WAIT_S)
             due = self.loop.writer.due_in(interval)
             if due is not None and ((open_transaction and not copied) or due <= 0):
@@ -115,6 +119,15 @@ class ResidentCopier(threading.Thread):
                 commit_or_rewind(self.loop)
             if self.loop.blocked or self.loop.replan:
                 self.lease_over.set()  # the driver reports the loss or plans the partition again
+
+    def _settle_due(self) -> bool:
+        """Time for plain progress records of quiet partitions (srm.replication.progress)?"""
+        assert self.loop is not None
+        now = time.monotonic()
+        if now < self._next_settle_poll:
+            return False
+        self._next_settle_poll = now + SETTLE_POLL_S
+        return self.loop.writer.settle_due(list(self.loop.states.values()))
 
     def _hand_over(self) -> None:
         assert self.loop is not None

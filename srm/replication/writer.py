@@ -1,9 +1,11 @@
 """Writing copied records to the target, committed together with progress and history.
 
 Per transaction (when exactly_once): the records, then per partition one history record in
-``srm-offset-syncs.<source>.internal`` with the exact offset runs (and MM2 OffsetSyncs when that
-topic lives on the target) and one progress record in ``srm-offsets.<source>.internal``
-(:mod:`srm.replication.progress`), then the commit. Either all of it is visible on the target or
+``srm-offset-syncs.<source>.internal`` with the exact offset runs and the next offset (and MM2
+OffsetSyncs when that topic lives on the target) and one progress record in
+``srm-offsets.<source>.internal`` (:mod:`srm.replication.progress`), then the commit. Continuous
+mode writes the progress record of a partition every PROGRESS_EVERY_S only, journaled: the
+history records in between hold the position. Either all of it is visible on the target or
 none of it; a crash anywhere leaves an open transaction that the next writer of the same
 transactional id, or the next run's fencing (:mod:`srm.replication.ownership`), aborts. Without
 exactly_once the same order is kept with an idempotent producer, the progress records produced
@@ -56,6 +58,11 @@ TXN_TIMEOUT_S = 60.0
 # A transaction call that keeps failing with retriable errors this long (the target unreachable)
 # gives up: the task fails and Spark retries it.
 RETRY_FOR_S = 120.0
+# Continuous mode writes a partition's progress record at most this often while it is copied, and
+# a plain one this long after it went quiet: the history records in between hold the position
+# (srm.replication.progress), so most transactions leave the progress topic out, which saves the
+# target a Produce, a partition verification and a commit marker per transaction.
+PROGRESS_EVERY_S = 2.0
 # Delivery failures that a later attempt can get past (the target's broker was down or a leader
 # moved for longer than librdkafka retried): the transaction is aborted and copied again.
 # Records librdkafka dropped from its queue: after an abortable transaction error, or on close.
@@ -146,6 +153,11 @@ class TargetWriter:
         # MM2 offset syncs on the target go into the transactions: an aborted one takes its syncs
         # with it, so the pacers start afresh (the next record of each partition gets a sync).
         self.pacers: dict[tuple[str, int], SyncPacer] = {}
+        # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
+        self.journal = self.exactly_once and job.lease is not None
+        # One past the highest history offset this writer's records got: every history record it
+        # writes later lands at or after it (-1: none acknowledged yet).
+        self.history_mark = -1
 
     def _key(self, transactional_id: str) -> str:
         return transactional_id if self.exactly_once else f"idempotent:{transactional_id}"
@@ -212,8 +224,10 @@ class TargetWriter:
 
     def on_delivery(self, error: Any, message: Any) -> None:
         state = self.by_target.get((message.topic(), message.partition()))
-        if state is None:
-            return  # the history record or an MM2 sync
+        if state is None:  # the history record or an MM2 sync
+            if error is None and message.topic() == self.job.history_topic:
+                self.history_mark = max(self.history_mark, message.offset() + 1)
+            return
         if error is None:
             state.acked.append(message.offset())
             return
@@ -244,15 +258,37 @@ class TargetWriter:
         return self.chunk_started + interval_s - time.monotonic()
 
     # --- commit ------------------------------------------------------------------------------
-    def commit(self, states: Sequence[PartitionState]) -> None:
-        """Make everything produced so far, and the progress of ``states``, visible at once."""
+    def settle_due(self, states: Sequence[PartitionState]) -> bool:
+        """Continuous: a quiet partition's latest progress record is journaled: time for a plain one."""
+        if not self.journal:
+            return False
+        since = time.monotonic() - PROGRESS_EVERY_S
+        return any(s.journaled and s.progress_at <= since and s.settled for s in states)
+
+    def commit(self, states: Sequence[PartitionState], *, settle: bool = False) -> None:
+        """Make everything produced so far, and the progress of ``states``, visible at once.
+
+        Progress records: with every moved partition, except that continuous mode writes a
+        journaled one at most every PROGRESS_EVERY_S per partition (the history record holds the
+        position in between); and a plain one for each quiet partition whose latest is journaled,
+        PROGRESS_EVERY_S after it was written, or now with ``settle``.
+        """
         dirty = [s for s in states if s.dirty]
-        if not dirty and not self.in_transaction:
+        now = time.monotonic()
+        settled = [
+            s for s in states if s.journaled and s.settled and (settle or s.progress_at <= now - PROGRESS_EVERY_S)
+        ]
+        if not dirty and not settled and not self.in_transaction:
             return
         if not self.in_transaction:
             self._begin()
         try:
-            for state in dirty:  # known already: the progress does not wait for the records' acknowledgements
+            # Known already: the progress does not wait for the records' acknowledgements.
+            journaled = [s for s in dirty if self._progress_due(s, now)]
+            mark = self.history_mark if self.journal else -1
+            for state in journaled:
+                self._progress(state, mark)
+            for state in settled:
                 self._progress(state)
             self._flush()
             pending = [self._history(s) for s in dirty]
@@ -267,6 +303,15 @@ class TargetWriter:
             self.abort()
             raise self._api_error(exc, "committing a transaction") from None
         self._committed(dirty, pending)
+        for state in journaled:
+            state.journaled, state.progress_at = mark >= 0, now
+        for state in settled:
+            state.journaled = False
+
+    def _progress_due(self, state: PartitionState, now: float) -> bool:
+        """Does this transaction write the progress of ``state`` (moved by it)? Always when it is
+        plain (a reader takes it as the last word), else every PROGRESS_EVERY_S."""
+        return not self.journal or not state.journaled or state.progress_at <= now - PROGRESS_EVERY_S
 
     def _committed(self, dirty: list[PartitionState], pending: list[list[OffsetRun]]) -> None:
         self.in_transaction = False
@@ -379,8 +424,11 @@ class TargetWriter:
                 self.producer.produce(self.job.mm2_syncs_on_target, **sync.as_produce_kwargs())
         return runs
 
-    def _progress(self, state: PartitionState) -> None:
-        record = ProgressRecord(state.range.topic, state.range.partition, state.topic_id, state.next_offset)
+    def _progress(self, state: PartitionState, history_from: int = -1) -> None:
+        """The progress record of ``state``: journaled from ``history_from`` when that is >= 0."""
+        record = ProgressRecord(
+            state.range.topic, state.range.partition, state.topic_id, state.next_offset, history_from
+        )
         self.producer.produce(self.job.progress_topic, **record.as_produce_kwargs())
 
     def abort(self) -> None:

@@ -11,9 +11,13 @@ import pytest
 
 from srm import clients
 from srm.config import SrmConfig
+from srm.internal_topics import progress_topic_name
+from srm.records import ProgressRecord
+from srm.replication.writer import PROGRESS_EVERY_S
 from srm.sparkapp import start_replication
-from srm.topics import create_partitions, ensure_topic, partition_counts
+from srm.topics import create_partitions, ensure_topic, partition_counts, read_to_end
 from tests.helpers import produce
+from tests.jobs import Writer
 from tests.replication import Env, contents, count_records, make_env, sequenced
 
 pytestmark = pytest.mark.integration
@@ -89,3 +93,40 @@ def test_allow_list_edit_applies_without_restart(running: Any) -> None:
     assert target_records(env, other) == 0
     env.rewrite(topics=[f"{prefix}-a.*", f"{prefix}-b.*"])
     wait_for(lambda: target_records(env, other) == 50, FLOW_WITHIN_S, "the newly allowed topic")
+
+
+def latest_progress(env: Env, topic: str) -> dict[int, ProgressRecord]:
+    """The latest progress record of each partition of ``topic`` (read from the topic itself)."""
+    reader = clients.reader(env.east, "latest-progress")
+    try:
+        records = [ProgressRecord.from_message(m) for m in read_to_end(reader, progress_topic_name(env.flow()), 0)]
+    finally:
+        reader.close()
+    return {r.partition: r for r in records if r.topic == topic}
+
+
+def test_progress_is_journaled_under_load_and_plain_once_quiet(running: Any) -> None:
+    """Under load most transactions carry no progress record: the latest one is journaled (the
+    history holds the rest). Once the partitions are quiet a plain one states where they stand."""
+    env, prefix = running
+    topic = f"{prefix}-a3"
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    writer = Writer(env.west, topic, 2, burst=100)
+    writer.start()
+    try:
+        wait_for(lambda: target_records(env, topic) > 0, FLOW_WITHIN_S, "the first records")
+        time.sleep(2 * PROGRESS_EVERY_S)
+        under_load = latest_progress(env, topic)
+    finally:
+        sent = writer.stop()
+    assert {p: r.journaled for p, r in under_load.items()} == {0: True, 1: True}
+    wait_for(lambda: target_records(env, topic) == sent, 30, "the last records")
+    held = {p: len([s for s in range(sent) if s % 2 == p]) for p in range(2)}
+    wait_for(
+        lambda: (
+            {p: (r.next_offset, r.journaled) for p, r in latest_progress(env, topic).items()}
+            == {p: (n, False) for p, n in held.items()}
+        ),
+        2 * PROGRESS_EVERY_S + 5,
+        "a plain progress record at each partition's end",
+    )

@@ -115,3 +115,23 @@ def test_progress_record_round_trips_with_its_layout() -> None:
     assert record.key().hex() == "00066f7264657273" + "00000003"
     assert record.value().hex() == "0000" + "0003416243" + "0000000000000078"
     assert ProgressRecord.decode(record.key(), record.value()) == record
+
+
+def test_journaled_progress_record_carries_the_history_offset_after_the_plain_layout() -> None:
+    from srm.records import ProgressRecord
+
+    plain = ProgressRecord("orders", 3, "AbC", 120)
+    journaled = ProgressRecord("orders", 3, "AbC", 120, history_from=7)
+    assert journaled.value() == plain.value() + bytes.fromhex("0000000000000007")
+    assert ProgressRecord.decode(journaled.key(), journaled.value()) == journaled
+    assert journaled.journaled and not plain.journaled
+    assert ProgressRecord.decode(plain.key(), plain.value()).history_from == -1  # written by earlier versions
+
+
+def test_progress_record_with_a_negative_history_offset_is_refused() -> None:
+    from srm.errors import RecordFormatError
+    from srm.records import ProgressRecord
+
+    plain = ProgressRecord("orders", 3, "AbC", 120)
+    with pytest.raises(RecordFormatError, match="negative history offset -5"):
+        ProgressRecord.decode(plain.key(), plain.value() + (-5).to_bytes(8, "big", signed=True))
