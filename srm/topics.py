@@ -7,7 +7,7 @@ SrmError naming the topic otherwise.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,12 +234,19 @@ def read_to_end(
     *,
     keep_assigned: bool = False,
     start: int | None = None,
+    until: Mapping[int, int] | None = None,
 ) -> Generator[Any, None, None]:
     """Every record of one partition, or of several read at once, from its start (or offset
     ``start``) up to its current end (``enable.partition.eof`` set on ``consumer``): how the
     compacted internal topics are read. Records of one partition come in order. ``keep_assigned``
     leaves the consumer positioned at the end, to read what comes later. Gives up when nothing
-    comes for ``timeout_s``."""
+    comes for ``timeout_s``.
+
+    A read_committed consumer's end is the last stable offset: a transaction still open holds it
+    back, and records committed after that transaction began are not read. ``until``: offsets per
+    partition the end must reach first; a partition's high watermark (:func:`high_watermarks`)
+    taken before the read makes it go on until every transaction open then has ended, so every
+    record committed before the read began is read."""
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -247,13 +254,15 @@ def read_to_end(
     partitions = [partition] if isinstance(partition, int) else list(partition)
     where = f"{topic}[{partitions[0]}]" if len(partitions) == 1 else f"{topic} ({len(partitions)} partitions)"
     pending = set(partitions)
+    ends = until or {}
     first = OFFSET_BEGINNING if start is None else start
     assign_partitions(consumer, [TopicPartition(topic, p, first) for p in partitions])
     deadline = time.monotonic() + timeout_s
     try:
         while True:
             if time.monotonic() > deadline:
-                raise SrmError(f"reading {where} to its end: nothing for {timeout_s:.0f} s")
+                waiting = f" (a transaction open since before offset {max(ends.values())})" if ends else ""
+                raise SrmError(f"reading {where} to its end{waiting}: nothing for {timeout_s:.0f} s")
             messages = consumer.consume(10_000, 0.05)
             if messages:
                 deadline = time.monotonic() + timeout_s
@@ -261,7 +270,7 @@ def read_to_end(
                 error = message.error()
                 if error is None:
                     yield message
-                elif error.name() == "_PARTITION_EOF":
+                elif error.name() == "_PARTITION_EOF" and message.offset() >= ends.get(message.partition(), 0):
                     pending.discard(message.partition())
                     if not pending:
                         return

@@ -104,7 +104,7 @@ class CopyLoop:
         ranges = list(ranges)
         if not ranges:
             return []
-        progress = read_progress(self._progress_reader(), self.job.flow, [r.key for r in ranges])
+        progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, [r.key for r in ranges])
         lows = list_offsets(self._source_admin(), [r.key for r in ranges], "earliest")
         started = int(time.time() * 1000)
         added = []
@@ -187,10 +187,10 @@ class CopyLoop:
         self.writer.producer.poll(0)
         return len(messages)
 
-    def commit(self, *, settle: bool = False) -> None:
-        """Commit what was copied; ``settle``: and a plain progress record for every quiet partition
-        whose latest is journaled (srm.replication.progress)."""
-        self.writer.commit(list(self.states.values()), settle=settle)
+    def commit(self, *, settle: Iterable[Key] = ()) -> None:
+        """Commit what was copied; ``settle``: and a plain progress record of these partitions
+        (srm.replication.progress), as they leave this copier or it stops."""
+        self.writer.commit(list(self.states.values()), settle={self.states[k] for k in settle if k in self.states})
 
     def rewind(self) -> None:
         """After an aborted transaction: every partition reads again from its committed progress."""
@@ -377,6 +377,9 @@ class CopyLoop:
 
         return self.cache.client(("owners-tail", self.job.flow.name), build)
 
+    def _target_admin(self) -> Any:
+        return self.cache.client(("target-admin", self.job.flow.name), lambda: clients.admin_client(self.job.target))
+
     def _source_admin(self) -> Any:
         return self.cache.client(("source-admin", self.job.flow.name), lambda: clients.admin_client(self.job.source))
 
@@ -402,7 +405,7 @@ def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResul
     return loop.results()
 
 
-def commit_or_rewind(loop: CopyLoop, *, settle: bool = False) -> bool:
+def commit_or_rewind(loop: CopyLoop, *, settle: Iterable[Key] = ()) -> bool:
     """Commit; after an aborted transaction rewind every partition instead. True if committed."""
     try:
         loop.commit(settle=settle)

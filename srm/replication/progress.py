@@ -4,8 +4,10 @@ Progress is a record per source partition in the compacted topic ``srm-offsets.<
 on the target (:class:`srm.records.ProgressRecord`), written in the same Kafka transaction as the
 records it counts, so the target can never hold records its progress does not count, or count
 records it does not hold. Its offset is the next *source* offset to copy; it carries the source
-topic id, which changes when a topic is recreated. Reading it read_committed up to its end waits
-for nothing: every open transaction of the flow was aborted when the run claimed the flow.
+topic id, which changes when a topic is recreated. It is read read_committed past its last
+stable offset, until every transaction open when the read began has ended (the other slots'
+transactions of this run last ~100 ms; the run's claim of the flow aborted those of earlier
+runs): a record committed after another slot's transaction began is read too.
 
 Continuous mode does not write a progress record in every transaction
 (:mod:`srm.replication.writer`): every transaction holds a history record per partition it moved
@@ -34,7 +36,7 @@ from srm.errors import RecordFormatError
 from srm.internal_topics import history_topic_name, progress_topic_name
 from srm.records import OffsetRunsRecord, ProgressRecord, is_opener
 from srm.retry import retrying
-from srm.topics import read_to_end
+from srm.topics import list_offsets, read_to_end
 
 log = logging.getLogger(__name__)
 METADATA_PREFIX = "srm1:"
@@ -55,10 +57,10 @@ class Progress:
     journaled: bool = False
 
 
-def read_progress(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
+def read_progress(consumer: Any, admin: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
     """The progress of ``partitions`` (source topic, partition): the progress topic, else the
     legacy group offsets. ``consumer``: a read_committed consumer of the target with
-    ``enable.partition.eof``."""
+    ``enable.partition.eof``; ``admin``: an admin client of the target."""
     if not partitions:
         return {}
     wanted = set(partitions)
@@ -66,7 +68,7 @@ def read_progress(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key,
     journal: dict[Key, int] = {}  # journaled partitions: where their later history may start
     topic = progress_topic_name(flow)
     exists = retrying(lambda: consumer.list_topics(topic, timeout=30), f"cannot look up {topic}").topics[topic]
-    for message in read_to_end(consumer, topic, 0) if exists.error is None else ():
+    for message in read_to_end(consumer, topic, 0, until=_ends(admin, topic)) if exists.error is None else ():
         try:
             record = ProgressRecord.from_message(message)
         except RecordFormatError as exc:  # never stop a flow over one unreadable record
@@ -79,25 +81,26 @@ def read_progress(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key,
             if record.journaled:
                 journal[key] = record.history_from
     if journal:
-        found.update(_journal(consumer, flow, journal))
+        found.update(_journal(consumer, admin, flow, journal))
     missing = [key for key in partitions if key not in found]
     if missing:
         found.update(_legacy(consumer, flow, missing))
     return found
 
 
-def _journal(consumer: Any, flow: Flow, journal: dict[Key, int]) -> dict[Key, Progress]:
+def _ends(admin: Any, topic: str) -> dict[int, int]:
+    """Where reading ``topic`` must reach: its high watermark now (the records of transactions still
+    open included), so the records committed before the read began are all read."""
+    return {0: list_offsets(admin, [(topic, 0)], "latest", read_committed=False)[(topic, 0)]}
+
+
+def _journal(consumer: Any, admin: Any, flow: Flow, journal: dict[Key, int]) -> dict[Key, Progress]:
     """The latest history record of each journaled partition, read from the lowest history offset
     they name to the history's end (read_committed: aborted transactions are skipped)."""
-    from confluent_kafka import TopicPartition
-
     topic = history_topic_name(flow)
     start = min(journal.values())
-    low, _ = retrying(
-        lambda: consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30, cached=False),
-        f"cannot read the offsets of {topic}",
-    )
-    if low > start:  # kept a week (srm.internal_topics): only a flow stopped that long right after a crash
+    low = list_offsets(admin, [(topic, 0)], "earliest")[(topic, 0)]
+    if low > start:  # kept a week (srm.internal_topics): a flow stopped that long right after a crash
         log.error(
             "%s: the history from offset %d is gone (it starts at %d): the progress of %s may be behind "
             "what the target holds, and the records after it copied again",
@@ -107,7 +110,7 @@ def _journal(consumer: Any, flow: Flow, journal: dict[Key, int]) -> dict[Key, Pr
             ", ".join(f"{t}[{p}]" for (t, p), at in sorted(journal.items()) if at < low),
         )
     latest: dict[Key, Progress] = {}
-    for message in read_to_end(consumer, topic, 0, start=max(start, low)):
+    for message in read_to_end(consumer, topic, 0, start=max(start, low), until=_ends(admin, topic)):
         if is_opener(message):  # it restates committed progress: never newer than the record after it
             continue
         try:
@@ -127,7 +130,7 @@ def read_flow_progress(cluster: Cluster, flow: Flow, partitions: list[Key]) -> d
 
     consumer = clients.reader(cluster, progress_group(flow.source))
     try:
-        return read_progress(consumer, flow, partitions)
+        return read_progress(consumer, clients.admin_client(cluster), flow, partitions)
     finally:
         consumer.close()
 

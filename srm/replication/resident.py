@@ -107,7 +107,7 @@ class ResidentCopier(threading.Thread):
             if self._take_asked.is_set():
                 self._hand_over()
             if self._owner_says_stop() or time.monotonic() > self.deadline:
-                commit_or_rewind(self.loop, settle=True)  # the next copier reads no history
+                commit_or_rewind(self.loop, settle=list(self.loop.states))  # the next copier reads no history
                 return
             open_transaction = self.loop.writer.due_in(interval) is not None
             if not open_transaction and self._settle_due():
@@ -152,7 +152,6 @@ class ResidentCopier(threading.Thread):
             job, self._renewal = self._renewal, None
         if job is None:
             return
-        commit_or_rewind(self.loop)  # what is removed or replaced below is committed first
         planned = {r.key: r for r in job.ranges}
         current = self.loop.states
         changed = [
@@ -160,6 +159,9 @@ class ResidentCopier(threading.Thread):
             for k, s in current.items()
             if k not in planned or planned[k].topic_id != s.range.topic_id or k in self.loop.replan
         ]
+        # What is removed or replaced below is committed first, its progress plain: whoever
+        # copies it next, maybe much later, need not read the history.
+        commit_or_rewind(self.loop, settle=changed)
         self.loop.remove(changed)
         self.loop.job = self.loop.writer.job = replace(self.loop.job, ranges=job.ranges, lease=job.lease)
         self.loop.add(r for k, r in planned.items() if k not in self.loop.states)

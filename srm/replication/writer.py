@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
@@ -265,18 +265,20 @@ class TargetWriter:
         since = time.monotonic() - PROGRESS_EVERY_S
         return any(s.journaled and s.progress_at <= since and s.settled for s in states)
 
-    def commit(self, states: Sequence[PartitionState], *, settle: bool = False) -> None:
+    def commit(self, states: Sequence[PartitionState], *, settle: Collection[PartitionState] = ()) -> None:
         """Make everything produced so far, and the progress of ``states``, visible at once.
 
         Progress records: with every moved partition, except that continuous mode writes a
         journaled one at most every PROGRESS_EVERY_S per partition (the history record holds the
-        position in between); and a plain one for each quiet partition whose latest is journaled,
-        PROGRESS_EVERY_S after it was written, or now with ``settle``.
+        position in between); a plain one for each quiet partition whose latest is journaled,
+        PROGRESS_EVERY_S after it was written; and a plain one for each of ``settle`` (the copier
+        stops, or they leave it), moved or not.
         """
-        dirty = [s for s in states if s.dirty]
         now = time.monotonic()
+        dirty = [s for s in states if s.dirty]
+        due = [s for s in dirty if s in settle or self._progress_due(s, now)]
         settled = [
-            s for s in states if s.journaled and s.settled and (settle or s.progress_at <= now - PROGRESS_EVERY_S)
+            s for s in states if s.journaled and s.settled and (s in settle or s.progress_at <= now - PROGRESS_EVERY_S)
         ]
         if not dirty and not settled and not self.in_transaction:
             return
@@ -284,10 +286,9 @@ class TargetWriter:
             self._begin()
         try:
             # Known already: the progress does not wait for the records' acknowledgements.
-            journaled = [s for s in dirty if self._progress_due(s, now)]
             mark = self.history_mark if self.journal else -1
-            for state in journaled:
-                self._progress(state, mark)
+            for state in due:
+                self._progress(state, -1 if state in settle else mark)
             for state in settled:
                 self._progress(state)
             self._flush()
@@ -303,8 +304,8 @@ class TargetWriter:
             self.abort()
             raise self._api_error(exc, "committing a transaction") from None
         self._committed(dirty, pending)
-        for state in journaled:
-            state.journaled, state.progress_at = mark >= 0, now
+        for state in due:
+            state.journaled, state.progress_at = mark >= 0 and state not in settle, now
         for state in settled:
             state.journaled = False
 

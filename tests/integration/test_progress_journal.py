@@ -8,6 +8,7 @@ writing them is covered by the continuous-mode and fault tests, which count dupl
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,55 +17,79 @@ import pytest
 
 from srm import clients
 from srm.config import SrmConfig
+from srm.config.model import Flow
 from srm.internal_topics import ensure_internal_topic, flow_internal_topics, history_topic_name, progress_topic_name
 from srm.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
 from srm.replication.progress import Progress, read_flow_progress
 from srm.topics import broker_count
-from tests.replication import make_env
+from tests.replication import Env, make_env
 
 pytestmark = pytest.mark.integration
+Record = tuple[str, Any, list[Any] | None]
+
+
+class Slot:
+    """A transactional writer of the flow's history and progress, as a copier's slot is."""
+
+    def __init__(self, env: Env, name: str) -> None:
+        self.acked: list[int] = []  # history offsets, as a copier learns them: from acknowledgements
+        self.producer = clients.producer(
+            env.east, **{"transactional.id": name, "on_delivery": lambda _, m: self.acked.append(m.offset())}
+        )
+        self.producer.init_transactions(30)
+
+    def begin(self, *records: Record) -> None:
+        self.producer.begin_transaction()
+        for name, record, headers in records:
+            self.producer.produce(name, headers=headers, **record.as_produce_kwargs())
+        self.producer.flush(30)
+
+    def transaction(self, *records: Record, commit: bool = True) -> None:
+        self.begin(*records)
+        if commit:
+            self.producer.commit_transaction(30)
+        else:
+            self.producer.abort_transaction(30)
+
+
+def flow_env(kafka: SrmConfig, tmp_path: Path, topic: str) -> tuple[Env, Flow]:
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    flow = env.flow()
+    for internal in flow_internal_topics(flow):
+        admin = clients.admin_client(env.config.cluster(internal.cluster))
+        ensure_internal_topic(admin, internal, broker_count(admin))
+    return env, flow
+
+
+def records_of(flow: Flow, topic: str) -> tuple[Callable[..., Record], Callable[..., Record], Callable[..., Record]]:
+    history, progress = history_topic_name(flow), progress_topic_name(flow)
+
+    def runs(partition: int, next_offset: int) -> Record:
+        return history, OffsetRunsRecord(topic, partition, "id", next_offset, ((next_offset - 1, 0, 1),)), None
+
+    def position(partition: int, next_offset: int, history_from: int = -1) -> Record:
+        return progress, ProgressRecord(topic, partition, "id", next_offset, history_from), None
+
+    def opener(partition: int, next_offset: int) -> Record:
+        return history, OffsetRunsRecord(topic, partition, "id", next_offset, ()), OPENER_HEADERS
+
+    return runs, position, opener
 
 
 def test_journaled_progress_is_taken_from_the_latest_committed_history_record(
     kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
     topic = unique("journal")
-    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
-    flow = env.flow()
-    for internal in flow_internal_topics(flow):
-        admin = clients.admin_client(env.config.cluster(internal.cluster))
-        ensure_internal_topic(admin, internal, broker_count(admin))
-    history, progress = history_topic_name(flow), progress_topic_name(flow)
-    acked: list[int] = []  # history offsets, as the copier learns them: from acknowledgements
-    producer = clients.producer(
-        env.east,
-        **{"transactional.id": unique("journal-writer"), "on_delivery": lambda _, m: acked.append(m.offset())},
-    )
-    producer.init_transactions(30)
+    env, flow = flow_env(kafka, tmp_path, topic)
+    runs, position, opener = records_of(flow, topic)
+    slot = Slot(env, unique("journal-writer"))
 
-    def transaction(*records: tuple[str, Any, list[Any] | None], commit: bool = True) -> None:
-        producer.begin_transaction()
-        for name, record, headers in records:
-            producer.produce(name, headers=headers, **record.as_produce_kwargs())
-        producer.flush(30)
-        if commit:
-            producer.commit_transaction(30)
-        else:
-            producer.abort_transaction(30)
-
-    def runs(partition: int, next_offset: int) -> tuple[str, Any, None]:
-        return history, OffsetRunsRecord(topic, partition, "id", next_offset, ((next_offset - 1, 0, 1),)), None
-
-    def position(partition: int, next_offset: int, history_from: int = -1) -> tuple[str, Any, None]:
-        return progress, ProgressRecord(topic, partition, "id", next_offset, history_from), None
-
-    transaction(runs(2, 99))  # before partition 2's journaled record: not its position
-    mark = acked[-1] + 1
-    transaction(position(0, 10, mark), runs(0, 10), position(1, 5), position(2, 40, mark))
-    transaction(runs(0, 20), runs(1, 7))  # partition 1's latest progress is plain: the last word
-    transaction(runs(0, 30), commit=False)  # aborted: never the position
-    opener = OffsetRunsRecord(topic, 0, "id", 25, ())
-    transaction((history, opener, OPENER_HEADERS))  # only opens a transaction: not a position
+    slot.transaction(runs(2, 99))  # before partition 2's journaled record: not its position
+    mark = slot.acked[-1] + 1
+    slot.transaction(position(0, 10, mark), runs(0, 10), position(1, 5), position(2, 40, mark))
+    slot.transaction(runs(0, 20), runs(1, 7))  # partition 1's latest progress is plain: the last word
+    slot.transaction(runs(0, 30), commit=False)  # aborted: never the position
+    slot.transaction(opener(0, 25))  # only opens a transaction: not a position
 
     found = read_flow_progress(env.east, flow, [(topic, p) for p in range(4)])
     assert found == {
@@ -72,3 +97,27 @@ def test_journaled_progress_is_taken_from_the_latest_committed_history_record(
         (topic, 1): Progress(5, "id"),
         (topic, 2): Progress(40, "id", journaled=True),
     }
+
+
+def test_the_read_waits_for_a_transaction_of_another_slot_open_when_it_began(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """Another slot's open transaction holds the history's last stable offset back; the records
+    committed after it began are the position all the same."""
+    topic = unique("journal-open")
+    env, flow = flow_env(kafka, tmp_path, topic)
+    runs, position, opener = records_of(flow, topic)
+    other, slot = Slot(env, unique("other-slot")), Slot(env, unique("slot"))
+
+    slot.transaction(runs(1, 5))
+    mark = slot.acked[-1] + 1
+    slot.transaction(position(0, 10, mark), runs(0, 10))
+    other.begin(opener(2, 0))  # open, as a busy slot's transaction is most of the time
+    slot.transaction(runs(0, 20))  # committed after the other's began: past the last stable offset
+    ends = threading.Timer(2.0, lambda: other.producer.commit_transaction(30))
+    ends.start()
+    try:
+        found = read_flow_progress(env.east, flow, [(topic, 0)])
+    finally:
+        ends.join()
+    assert found == {(topic, 0): Progress(20, "id", journaled=True)}
