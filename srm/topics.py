@@ -244,8 +244,8 @@ def read_to_end(
 
     A read_committed consumer's end is the last stable offset: a transaction still open holds it
     back, and records committed after that transaction began are not read. ``until``: offsets per
-    partition the end must reach first; a partition's high watermark (:func:`high_watermarks`)
-    taken before the read makes it go on until every transaction open then has ended, so every
+    partition the end must reach first; a partition's high watermark (:func:`list_offsets` with
+    ``read_committed=False``) taken before the read makes it go on until every transaction open then has ended, so every
     record committed before the read began is read."""
     import time
 

@@ -124,13 +124,16 @@ def _journal(consumer: Any, admin: Any, flow: Flow, journal: dict[Key, int]) -> 
     return latest
 
 
-def read_flow_progress(cluster: Cluster, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
-    """``read_progress`` with a consumer of its own (driver side)."""
+def read_flow_progress(
+    cluster: Cluster, flow: Flow, partitions: list[Key], admin: Any | None = None
+) -> dict[Key, Progress]:
+    """``read_progress`` with a consumer of its own (driver side); ``admin``: the caller's admin
+    client of ``cluster``, else one of its own."""
     from srm import clients
 
     consumer = clients.reader(cluster, progress_group(flow.source))
     try:
-        return read_progress(consumer, clients.admin_client(cluster), flow, partitions)
+        return read_progress(consumer, admin or clients.admin_client(cluster), flow, partitions)
     finally:
         consumer.close()
 

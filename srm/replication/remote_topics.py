@@ -47,7 +47,9 @@ class RemoteTopics:
         self.listed = None
         target_counts = partition_counts(self.target_admin, include_internal=True)
         existing = [(t, p) for t in todo for p in range(target_counts.get(self._remote(t), 0))]
-        ours = {self._remote(topic) for topic, _ in read_flow_progress(self.target, self.flow, existing)}
+        ours = {
+            self._remote(topic) for topic, _ in read_flow_progress(self.target, self.flow, existing, self.target_admin)
+        }
         for topic, partitions in todo.items():
             remote = self._remote(topic)
             found = target_counts.get(remote)

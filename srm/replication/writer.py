@@ -260,10 +260,16 @@ class TargetWriter:
     # --- commit ------------------------------------------------------------------------------
     def settle_due(self, states: Sequence[PartitionState]) -> bool:
         """Continuous: a quiet partition's latest progress record is journaled: time for a plain one."""
-        if not self.journal:
-            return False
-        since = time.monotonic() - PROGRESS_EVERY_S
-        return any(s.journaled and s.progress_at <= since and s.settled for s in states)
+        return self.journal and bool(self._quiet(states, time.monotonic()))
+
+    @staticmethod
+    def _quiet(
+        states: Sequence[PartitionState], now: float, settle: Collection[PartitionState] = ()
+    ) -> list[PartitionState]:
+        """Partitions not moved since their latest progress record, a journaled one, whose plain
+        one is due: PROGRESS_EVERY_S after it, or now for those in ``settle``."""
+        since = now - PROGRESS_EVERY_S
+        return [s for s in states if s.journaled and s.settled and (s in settle or s.progress_at <= since)]
 
     def commit(self, states: Sequence[PartitionState], *, settle: Collection[PartitionState] = ()) -> None:
         """Make everything produced so far, and the progress of ``states``, visible at once.
@@ -277,10 +283,8 @@ class TargetWriter:
         now = time.monotonic()
         dirty = [s for s in states if s.dirty]
         due = [s for s in dirty if s in settle or self._progress_due(s, now)]
-        settled = [
-            s for s in states if s.journaled and s.settled and (s in settle or s.progress_at <= now - PROGRESS_EVERY_S)
-        ]
-        if not dirty and not settled and not self.in_transaction:
+        quiet = self._quiet(states, now, settle)
+        if not dirty and not quiet and not self.in_transaction:
             return
         if not self.in_transaction:
             self._begin()
@@ -289,7 +293,7 @@ class TargetWriter:
             mark = self.history_mark if self.journal else -1
             for state in due:
                 self._progress(state, -1 if state in settle else mark)
-            for state in settled:
+            for state in quiet:
                 self._progress(state)
             self._flush()
             pending = [self._history(s) for s in dirty]
@@ -306,7 +310,7 @@ class TargetWriter:
         self._committed(dirty, pending)
         for state in due:
             state.journaled, state.progress_at = mark >= 0 and state not in settle, now
-        for state in settled:
+        for state in quiet:
             state.journaled = False
 
     def _progress_due(self, state: PartitionState, now: float) -> bool:
