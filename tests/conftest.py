@@ -60,15 +60,23 @@ os.environ[SASL_PASSWORD_ENV] = SASL_PASSWORD
 REFERENCE = f"${{env:{SASL_PASSWORD_ENV}}}"
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
+    """Ports free now and never handed out before in this session. A server told a port binds it
+    only once it has started (Airflow's API server: tens of seconds); meanwhile the system may offer
+    the same port again, and a second server given it answered the first one's requests (a Spark
+    master's UI port that the Airflow API server took)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+            port = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            ports.append(port)
+    return ports
 
 
 @pytest.fixture(scope="session")
