@@ -48,6 +48,14 @@ class PartitionState:
         return not self.blocked and self.next_offset == self.committed
 
     @property
+    def position(self) -> int:
+        """The offset its progress record names: where copying goes on, or for a partition blocked
+        by a data loss, where it stopped (the loss is reported again at the next start)."""
+        if self.blocked and self.committed is not None:
+            return self.committed
+        return self.next_offset
+
+    @property
     def active(self) -> bool:
         return not self.blocked and not self.done and self.next_offset < self.range.end
 

@@ -89,6 +89,26 @@ PRODUCER_SETTINGS = {
 }
 
 
+class HistoryMark:
+    """One past the latest history offset a writer's records got (-1: none yet): every history
+    record it writes later lands at or after it, the ``history_from`` of its journaled progress.
+
+    A writer's records land one after the other (a transaction's history is acknowledged before
+    its commit, and the next transaction starts after that), so an offset below the mark means
+    the history topic was deleted and created again under the copier: its offsets start over, and
+    every journaled progress record names a history that is gone.
+    """
+
+    def __init__(self) -> None:
+        self.value = -1
+
+    def acked(self, offset: int) -> bool:
+        """A history record landed at ``offset``; True if the history topic started over."""
+        restarted = offset + 1 < self.value
+        self.value = offset + 1
+        return restarted
+
+
 class TransactionAborted(Exception):
     """The open transaction was aborted after an abortable error: rewind to the committed progress."""
 
@@ -155,9 +175,8 @@ class TargetWriter:
         self.pacers: dict[tuple[str, int], SyncPacer] = {}
         # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
         self.journal = self.exactly_once and job.lease is not None
-        # One past the highest history offset this writer's records got: every history record it
-        # writes later lands at or after it (-1: none acknowledged yet).
-        self.history_mark = -1
+        self.history_mark = HistoryMark()
+        self.history_restarted = False  # the history topic was recreated: see _history_acked
 
     def _key(self, transactional_id: str) -> str:
         return transactional_id if self.exactly_once else f"idempotent:{transactional_id}"
@@ -226,7 +245,7 @@ class TargetWriter:
         state = self.by_target.get((message.topic(), message.partition()))
         if state is None:  # the history record or an MM2 sync
             if error is None and message.topic() == self.job.history_topic:
-                self.history_mark = max(self.history_mark, message.offset() + 1)
+                self._history_acked(message.offset())
             return
         if error is None:
             state.acked.append(message.offset())
@@ -238,6 +257,24 @@ class TargetWriter:
         size = len(message.value() or b"")
         if self.error is None or size > self.error[3]:
             self.error = (error, state, source_offset, size)
+
+    def _history_acked(self, offset: int) -> None:
+        if self.history_mark.acked(offset):
+            log.warning(
+                "%s: history topic %s starts again at offset %d (it was recreated); progress records follow",
+                *(self._slot, self.job.history_topic, offset),
+            )
+            self.history_restarted = True
+
+    def _restart_journal(self, states: Sequence[PartitionState]) -> None:
+        """After the history topic was recreated: every journaled partition writes its progress in
+        the next commit (plain if quiet, else journaled from the new history's offsets)."""
+        if not self.history_restarted:
+            return
+        self.history_restarted = False
+        for state in states:
+            if state.journaled:
+                state.progress_at = float("-inf")
 
     def chunk_full(self) -> bool:
         """Available-now: the open transaction reached one of its bounds."""
@@ -267,9 +304,13 @@ class TargetWriter:
         states: Sequence[PartitionState], now: float, settle: Collection[PartitionState] = ()
     ) -> list[PartitionState]:
         """Partitions not moved since their latest progress record, a journaled one, whose plain
-        one is due: PROGRESS_EVERY_S after it, or now for those in ``settle``."""
+        one is due: PROGRESS_EVERY_S after it, or now for those in ``settle``; and, at once, those
+        blocked by a data loss (copying stopped: their position must not depend on the history,
+        which retention deletes in time)."""
         since = now - PROGRESS_EVERY_S
-        return [s for s in states if s.journaled and s.settled and (s in settle or s.progress_at <= since)]
+        return [
+            s for s in states if s.journaled and (s.blocked or (s.settled and (s in settle or s.progress_at <= since)))
+        ]
 
     def commit(self, states: Sequence[PartitionState], *, settle: Collection[PartitionState] = ()) -> None:
         """Make everything produced so far, and the progress of ``states``, visible at once.
@@ -280,6 +321,7 @@ class TargetWriter:
         PROGRESS_EVERY_S after it was written; and a plain one for each of ``settle`` (the copier
         stops, or they leave it), moved or not.
         """
+        self._restart_journal(states)
         now = time.monotonic()
         dirty = [s for s in states if s.dirty]
         due = [s for s in dirty if s in settle or self._progress_due(s, now)]
@@ -290,7 +332,7 @@ class TargetWriter:
             self._begin()
         try:
             # Known already: the progress does not wait for the records' acknowledgements.
-            mark = self.history_mark if self.journal else -1
+            mark = self.history_mark.value if self.journal else -1
             for state in due:
                 self._progress(state, -1 if state in settle else mark)
             for state in quiet:
@@ -312,6 +354,7 @@ class TargetWriter:
             state.journaled, state.progress_at = mark >= 0 and state not in settle, now
         for state in quiet:
             state.journaled = False
+        self._restart_journal(states)  # learnt from this transaction's acknowledgements
 
     def _progress_due(self, state: PartitionState, now: float) -> bool:
         """Does this transaction write the progress of ``state`` (moved by it)? Always when it is
@@ -431,9 +474,7 @@ class TargetWriter:
 
     def _progress(self, state: PartitionState, history_from: int = -1) -> None:
         """The progress record of ``state``: journaled from ``history_from`` when that is >= 0."""
-        record = ProgressRecord(
-            state.range.topic, state.range.partition, state.topic_id, state.next_offset, history_from
-        )
+        record = ProgressRecord(state.range.topic, state.range.partition, state.topic_id, state.position, history_from)
         self.producer.produce(self.job.progress_topic, **record.as_produce_kwargs())
 
     def abort(self) -> None:

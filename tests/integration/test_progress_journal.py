@@ -9,6 +9,7 @@ writing them is covered by the continuous-mode and fault tests, which count dupl
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,13 @@ from srm.config.model import Flow
 from srm.internal_topics import ensure_internal_topic, flow_internal_topics, history_topic_name, progress_topic_name
 from srm.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
 from srm.replication.progress import Progress, read_flow_progress
-from srm.topics import broker_count
-from tests.replication import Env, make_env
+from srm.replication.writer import PROGRESS_EVERY_S
+from srm.topics import broker_count, ensure_topic
+from tests.helpers import produce
+from tests.integration.test_replicate_continuous import latest_progress, target_records, wait_for
+from tests.integration.test_replicate_failures import delete_records
+from tests.jobs import Job, Writer
+from tests.replication import Env, make_env, sequenced
 
 pytestmark = pytest.mark.integration
 Record = tuple[str, Any, list[Any] | None]
@@ -121,3 +127,35 @@ def test_the_read_waits_for_a_transaction_of_another_slot_open_when_it_began(
     finally:
         ends.join()
     assert found == {(topic, 0): Progress(20, "id", journaled=True)}
+
+
+def test_a_partition_blocked_by_a_loss_keeps_its_position_in_a_plain_record(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """A job killed under load leaves a journaled progress record; records it never copied are
+    then deleted at the source. The next start stops on the loss (on_data_loss: fail) and writes
+    the position before the loss as a plain record: it no longer depends on the history, which
+    retention deletes in time, so the loss is reported the same way at every later start."""
+    topic = unique("journal-loss")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 1}])
+    ensure_topic(clients.admin_client(env.west), topic, 1)
+    writer = Writer(env.west, topic, 1, burst=100)
+    writer.start()
+    job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "job.log")
+    try:
+        wait_for(lambda: target_records(env, topic) > 0, 120, "copying")
+        time.sleep(2 * PROGRESS_EVERY_S + 1)
+        job.kill()
+    finally:
+        sent = writer.stop()
+    produce(env.west, topic, sequenced(1, 50, start=sent))  # never copied: the job is gone
+    sent += 50
+    assert latest_progress(env, topic)[0].journaled
+    position = read_flow_progress(env.east, env.flow(), [(topic, 0)])[(topic, 0)].next_offset
+    delete_records(env.west, topic, 0, sent)  # as retention would
+
+    again = Job(env.path, env.west.alias, env.east.alias, tmp_path / "again.log")
+    assert again.process.wait(180) != 0, again.text()[-3000:]
+    assert f"offsets {position}..{sent - 1} ({sent - position} record(s)) were removed" in again.text()
+    latest = latest_progress(env, topic)[0]
+    assert (latest.next_offset, latest.journaled) == (position, False)

@@ -1,0 +1,47 @@
+"""Which progress records a continuous copier writes when its progress is journaled (no broker)."""
+
+from __future__ import annotations
+
+from srm.replication.job import OPEN_END, CopyRange, PartitionResult
+from srm.replication.partition_state import PartitionState
+from srm.replication.writer import PROGRESS_EVERY_S, HistoryMark, TargetWriter
+
+
+def state(partition: int, committed: int, next_offset: int, *, journaled: bool, progress_at: float) -> PartitionState:
+    r = CopyRange("t", partition, 0, OPEN_END, "id", "X.t")
+    s = PartitionState(r, PartitionResult("t", partition, "X.t", OPEN_END), next_offset, committed, "id")
+    s.journaled, s.progress_at = journaled, progress_at
+    return s
+
+
+def test_a_quiet_partition_gets_its_plain_record_once_its_journaled_one_is_old_enough() -> None:
+    now = 100.0
+    recent = state(0, 50, 50, journaled=True, progress_at=now - 0.5)
+    old = state(1, 50, 50, journaled=True, progress_at=now - PROGRESS_EVERY_S)
+    moving = state(2, 50, 60, journaled=True, progress_at=now - 10)  # records not committed yet
+    plain = state(3, 50, 50, journaled=False, progress_at=now - 10)  # its latest is the last word already
+    assert TargetWriter._quiet([recent, old, moving, plain], now) == [old]
+    assert TargetWriter._quiet([recent, old, moving, plain], now, settle=[recent]) == [recent, old]
+
+
+def test_a_partition_blocked_by_a_loss_gets_a_plain_record_at_once_where_copying_stopped() -> None:
+    """Its position must not depend on the history, which retention deletes in time; it names the
+    offset before the loss, so the loss is reported again when the flow starts again."""
+    blocked = state(0, 40, 90, journaled=True, progress_at=100.0)  # resumed at 40, the source begins at 90
+    blocked.blocked = True
+    assert TargetWriter._quiet([blocked], 100.0) == [blocked]
+    assert blocked.position == 40
+    copying = state(1, 40, 45, journaled=False, progress_at=0.0)
+    assert copying.position == 45
+    blocked.journaled = False  # its plain record is written: nothing more
+    assert TargetWriter._quiet([blocked], 200.0) == []
+
+
+def test_the_history_mark_follows_the_acknowledgements_and_sees_a_recreated_topic() -> None:
+    mark = HistoryMark()
+    assert mark.value == -1
+    assert not mark.acked(7) and mark.value == 8
+    assert not mark.acked(8) and not mark.acked(12) and mark.value == 13
+    assert mark.acked(0)  # deleted and created again: offsets start over
+    assert mark.value == 1  # the journaled records written from now on read the new history
+    assert not mark.acked(1)
