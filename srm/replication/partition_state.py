@@ -32,6 +32,9 @@ class PartitionState:
     # later position, srm.replication.progress), written at monotonic time progress_at.
     journaled: bool = False
     progress_at: float = float("-inf")
+    # The topic id the committed progress names: a source topic deleted and created again has
+    # another one than ``topic_id`` until this task commits progress of its own.
+    committed_topic_id: str = ""
 
     @property
     def target(self) -> tuple[str, int]:
@@ -48,12 +51,13 @@ class PartitionState:
         return not self.blocked and self.next_offset == self.committed
 
     @property
-    def position(self) -> int:
-        """The offset its progress record names: where copying goes on, or for a partition blocked
-        by a data loss, where it stopped (the loss is reported again at the next start)."""
+    def position(self) -> tuple[int, str]:
+        """The offset and topic id its progress record names: where copying goes on, or for a
+        partition blocked by a data loss, the committed progress as it was found (offset and topic
+        id, of a topic since recreated too), so the next start reports the same loss again."""
         if self.blocked and self.committed is not None:
-            return self.committed
-        return self.next_offset
+            return self.committed, self.committed_topic_id or self.topic_id
+        return self.next_offset, self.topic_id
 
     @property
     def active(self) -> bool:
@@ -67,6 +71,7 @@ class PartitionState:
     def committed_now(self, at: float) -> None:
         """The progress and records since the last commit are on the target now."""
         self.committed = self.next_offset
+        self.committed_topic_id = self.topic_id
         self.committed_at = at
         self.saved = (self.result.records, self.result.bytes)
 

@@ -104,7 +104,7 @@ class HistoryMark:
 
     def acked(self, offset: int) -> bool:
         """A history record landed at ``offset``; True if the history topic started over."""
-        restarted = offset + 1 < self.value
+        restarted = offset < self.value
         self.value = offset + 1
         return restarted
 
@@ -276,6 +276,16 @@ class TargetWriter:
             if state.journaled:
                 state.progress_at = float("-inf")
 
+    def _restate(self, states: Sequence[PartitionState], due: Collection[PartitionState]) -> list[PartitionState]:
+        """The history started over while this transaction's records were acknowledged: the
+        journaled progress records, those just written included, name a history that is gone. A
+        plain record for each of them, in this transaction (the last word until the next one)."""
+        self.history_restarted = False
+        restated = [s for s in states if s.journaled or s in due]
+        for state in restated:
+            self._progress(state)
+        return restated
+
     def chunk_full(self) -> bool:
         """Available-now: the open transaction reached one of its bounds."""
         if not self.chunk_records:
@@ -338,6 +348,7 @@ class TargetWriter:
             for state in quiet:
                 self._progress(state)
             self._flush()
+            restated = self._restate(states, due) if self.journal and self.history_restarted else []
             pending = [self._history(s) for s in dirty]
             if self.exactly_once:
                 self._transactional(lambda: self.producer.commit_transaction(TXN_TIMEOUT_S))
@@ -350,11 +361,12 @@ class TargetWriter:
             self.abort()
             raise self._api_error(exc, "committing a transaction") from None
         self._committed(dirty, pending)
+        # What the progress topic holds now for each partition whose record this transaction wrote.
         for state in due:
             state.journaled, state.progress_at = mark >= 0 and state not in settle, now
-        for state in quiet:
-            state.journaled = False
-        self._restart_journal(states)  # learnt from this transaction's acknowledgements
+        for state in [*quiet, *restated]:
+            state.journaled, state.progress_at = False, now
+        self._restart_journal(states)  # learnt from the history records' own acknowledgements
 
     def _progress_due(self, state: PartitionState, now: float) -> bool:
         """Does this transaction write the progress of ``state`` (moved by it)? Always when it is
@@ -474,7 +486,8 @@ class TargetWriter:
 
     def _progress(self, state: PartitionState, history_from: int = -1) -> None:
         """The progress record of ``state``: journaled from ``history_from`` when that is >= 0."""
-        record = ProgressRecord(state.range.topic, state.range.partition, state.topic_id, state.position, history_from)
+        offset, topic_id = state.position
+        record = ProgressRecord(state.range.topic, state.range.partition, topic_id, offset, history_from)
         self.producer.produce(self.job.progress_topic, **record.as_produce_kwargs())
 
     def abort(self) -> None:

@@ -21,6 +21,7 @@ from srm.config import SrmConfig
 from srm.config.model import Flow
 from srm.internal_topics import ensure_internal_topic, flow_internal_topics, history_topic_name, progress_topic_name
 from srm.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
+from srm.replication.ownership import copy_transactional_ids, fence_producers
 from srm.replication.progress import Progress, read_flow_progress
 from srm.replication.writer import PROGRESS_EVERY_S
 from srm.topics import broker_count, ensure_topic
@@ -145,9 +146,13 @@ def test_a_partition_blocked_by_a_loss_keeps_its_position_in_a_plain_record(
     try:
         wait_for(lambda: target_records(env, topic) > 0, 120, "copying")
         time.sleep(2 * PROGRESS_EVERY_S + 1)
+        epoch = int(job.wait_for(r"owns epoch (\d+)").group(1))
         job.kill()
     finally:
         sent = writer.stop()
+    # The killed copier's open transaction holds the history's end back until it is aborted: as
+    # the next run's fencing would, now.
+    fence_producers(env.east, list(copy_transactional_ids(env.flow(), epoch, 0)))
     produce(env.west, topic, sequenced(1, 50, start=sent))  # never copied: the job is gone
     sent += 50
     assert latest_progress(env, topic)[0].journaled

@@ -30,11 +30,23 @@ def test_a_partition_blocked_by_a_loss_gets_a_plain_record_at_once_where_copying
     blocked = state(0, 40, 90, journaled=True, progress_at=100.0)  # resumed at 40, the source begins at 90
     blocked.blocked = True
     assert TargetWriter._quiet([blocked], 100.0) == [blocked]
-    assert blocked.position == 40
+    assert blocked.position == (40, "id")
     copying = state(1, 40, 45, journaled=False, progress_at=0.0)
-    assert copying.position == 45
+    assert copying.position == (45, "id")
     blocked.journaled = False  # its plain record is written: nothing more
     assert TargetWriter._quiet([blocked], 200.0) == []
+
+
+def test_a_partition_blocked_by_a_recreated_topic_keeps_the_old_topic_id_in_its_record() -> None:
+    """Its progress names the old topic's offset: with the new topic's id the next start would see
+    no recreation and carry on from an offset of another log."""
+    recreated = state(0, 500, 0, journaled=True, progress_at=100.0)  # the new topic starts at 0
+    recreated.committed_topic_id, recreated.blocked = "old-id", True
+    assert recreated.position == (500, "old-id")
+    recreated.blocked = False  # on_data_loss: continue: copying goes on in the new topic
+    assert recreated.position == (0, "id")
+    recreated.committed_now(1.0)
+    assert recreated.committed_topic_id == "id"
 
 
 def test_the_history_mark_follows_the_acknowledgements_and_sees_a_recreated_topic() -> None:
@@ -45,3 +57,4 @@ def test_the_history_mark_follows_the_acknowledgements_and_sees_a_recreated_topi
     assert mark.acked(0)  # deleted and created again: offsets start over
     assert mark.value == 1  # the journaled records written from now on read the new history
     assert not mark.acked(1)
+    assert mark.acked(1)  # an offset it had already: only a log that started over gives it again
