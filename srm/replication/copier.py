@@ -111,8 +111,8 @@ class CopyLoop:
         for r in ranges:
             prog = progress.get(r.key)
             result = PartitionResult(r.topic, r.partition, r.target_topic, r.end, started_ms=started)
-            state = PartitionState(r, result, r.start, prog.next_offset if prog else None, r.topic_id)
-            state.committed_topic_id = prog.topic_id if prog else r.topic_id
+            committed, committed_id = (prog.next_offset, prog.topic_id) if prog else (None, r.topic_id)
+            state = PartitionState(r, result, r.start, committed, r.topic_id, committed_topic_id=committed_id)
             state.journaled = prog is not None and prog.journaled
             self._resume(state, prog, lows[r.key])
             state.origin = state.next_offset

@@ -176,7 +176,7 @@ class TargetWriter:
         # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
         self.journal = self.exactly_once and job.lease is not None
         self.history_mark = HistoryMark()
-        self.history_restarted = False  # the history topic was recreated: see _history_acked
+        self.history_restarted = False  # the history topic was recreated: see _restate
 
     def _key(self, transactional_id: str) -> str:
         return transactional_id if self.exactly_once else f"idempotent:{transactional_id}"
@@ -244,8 +244,16 @@ class TargetWriter:
     def on_delivery(self, error: Any, message: Any) -> None:
         state = self.by_target.get((message.topic(), message.partition()))
         if state is None:  # the history record or an MM2 sync
-            if error is None and message.topic() == self.job.history_topic:
-                self._history_acked(message.offset())
+            if (
+                error is None
+                and message.topic() == self.job.history_topic
+                and self.history_mark.acked(message.offset())
+            ):
+                log.warning(
+                    "%s: history topic %s starts again at offset %d (it was recreated); progress records follow",
+                    *(self._slot, self.job.history_topic, message.offset()),
+                )
+                self.history_restarted = True
             return
         if error is None:
             state.acked.append(message.offset())
@@ -258,28 +266,11 @@ class TargetWriter:
         if self.error is None or size > self.error[3]:
             self.error = (error, state, source_offset, size)
 
-    def _history_acked(self, offset: int) -> None:
-        if self.history_mark.acked(offset):
-            log.warning(
-                "%s: history topic %s starts again at offset %d (it was recreated); progress records follow",
-                *(self._slot, self.job.history_topic, offset),
-            )
-            self.history_restarted = True
-
-    def _restart_journal(self, states: Sequence[PartitionState]) -> None:
-        """After the history topic was recreated: every journaled partition writes its progress in
-        the next commit (plain if quiet, else journaled from the new history's offsets)."""
-        if not self.history_restarted:
-            return
-        self.history_restarted = False
-        for state in states:
-            if state.journaled:
-                state.progress_at = float("-inf")
-
     def _restate(self, states: Sequence[PartitionState], due: Collection[PartitionState]) -> list[PartitionState]:
-        """The history started over while this transaction's records were acknowledged: the
-        journaled progress records, those just written included, name a history that is gone. A
-        plain record for each of them, in this transaction (the last word until the next one)."""
+        """The history started over (HistoryMark; learnt at the latest from the flush before, which
+        acknowledges the transaction's opener): the journaled progress records, those just written
+        included, name a history that is gone. A plain record for each of them, in this
+        transaction (the last word until the next one)."""
         self.history_restarted = False
         restated = [s for s in states if s.journaled or s in due]
         for state in restated:
@@ -331,7 +322,6 @@ class TargetWriter:
         PROGRESS_EVERY_S after it was written; and a plain one for each of ``settle`` (the copier
         stops, or they leave it), moved or not.
         """
-        self._restart_journal(states)
         now = time.monotonic()
         dirty = [s for s in states if s.dirty]
         due = [s for s in dirty if s in settle or self._progress_due(s, now)]
@@ -366,7 +356,6 @@ class TargetWriter:
             state.journaled, state.progress_at = mark >= 0 and state not in settle, now
         for state in [*quiet, *restated]:
             state.journaled, state.progress_at = False, now
-        self._restart_journal(states)  # learnt from the history records' own acknowledgements
 
     def _progress_due(self, state: PartitionState, now: float) -> bool:
         """Does this transaction write the progress of ``state`` (moved by it)? Always when it is
