@@ -100,17 +100,19 @@ def _journal(consumer: Any, admin: Any, flow: Flow, journal: dict[Key, int]) -> 
     topic = history_topic_name(flow)
     start = min(journal.values())
     low = list_offsets(admin, [(topic, 0)], "earliest")[(topic, 0)]
-    if low > start:  # kept a week (srm.internal_topics): a flow stopped that long right after a crash
+    until = _ends(admin, topic)
+    # Kept a week (srm.internal_topics): a flow stopped that long right after a crash; or deleted
+    # and created again since the progress record named it (its offsets started over).
+    gone = sorted(key for key, at in journal.items() if at < low or at > until[0])
+    if gone:
         log.error(
-            "%s: the history from offset %d is gone (it starts at %d): the progress of %s may be behind "
-            "what the target holds, and the records after it copied again",
-            topic,
-            start,
-            low,
-            ", ".join(f"{t}[{p}]" for (t, p), at in sorted(journal.items()) if at < low),
+            "%s spans offsets %d up to %d, which misses the history the progress of %s names (deleted "
+            "by retention, or the topic was deleted and created again): that progress may be behind what "
+            "the target holds, and the records after it copied again",
+            *(topic, low, until[0], ", ".join(f"{t}[{p}] from offset {journal[(t, p)]}" for t, p in gone)),
         )
     latest: dict[Key, Progress] = {}
-    for message in read_to_end(consumer, topic, 0, start=max(start, low), until=_ends(admin, topic)):
+    for message in read_to_end(consumer, topic, 0, start=max(start, low), until=until):
         if is_opener(message):  # it restates committed progress: never newer than the record after it
             continue
         try:

@@ -96,16 +96,18 @@ class HistoryMark:
     A writer's records land one after the other (a transaction's history is acknowledged before
     its commit, and the next transaction starts after that), so an offset below the mark means
     the history topic was deleted and created again under the copier: its offsets start over, and
-    every journaled progress record names a history that is gone.
+    every journaled progress record names a history that is gone. ``restarts`` counts them.
     """
 
     def __init__(self) -> None:
         self.value = -1
+        self.restarts = 0
 
     def acked(self, offset: int) -> bool:
         """A history record landed at ``offset``; True if the history topic started over."""
         restarted = offset < self.value
         self.value = offset + 1
+        self.restarts += restarted
         return restarted
 
 
@@ -176,7 +178,11 @@ class TargetWriter:
         # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
         self.journal = self.exactly_once and job.lease is not None
         self.history_mark = HistoryMark()
-        self.history_restarted = False  # the history topic was recreated: see _restate
+        # The history's restarts a committed transaction restated (_restate). A new writer cannot
+        # tell whether the history went on from the offsets its partitions' journaled records name
+        # (one built after a dropped producer may follow the topic's deletion), so its first
+        # commit restates them.
+        self.restated = -1
 
     def _key(self, transactional_id: str) -> str:
         return transactional_id if self.exactly_once else f"idempotent:{transactional_id}"
@@ -253,7 +259,6 @@ class TargetWriter:
                     "%s: history topic %s starts again at offset %d (it was recreated); progress records follow",
                     *(self._slot, self.job.history_topic, message.offset()),
                 )
-                self.history_restarted = True
             return
         if error is None:
             state.acked.append(message.offset())
@@ -268,10 +273,11 @@ class TargetWriter:
 
     def _restate(self, states: Sequence[PartitionState], due: Collection[PartitionState]) -> list[PartitionState]:
         """The history started over (HistoryMark; learnt at the latest from the flush before, which
-        acknowledges the transaction's opener): the journaled progress records, those just written
-        included, name a history that is gone. A plain record for each of them, in this
-        transaction (the last word until the next one)."""
-        self.history_restarted = False
+        acknowledges the transaction's opener), or this writer is new: the journaled progress
+        records, those just written included, may name a history that is gone. A plain record for
+        each of them, in this transaction (the last word until the next one). Until a transaction
+        doing this commits, every transaction does it: an aborted one leaves the journaled records
+        as they were."""
         restated = [s for s in states if s.journaled or s in due]
         for state in restated:
             self._progress(state)
@@ -338,7 +344,8 @@ class TargetWriter:
             for state in quiet:
                 self._progress(state)
             self._flush()
-            restated = self._restate(states, due) if self.journal and self.history_restarted else []
+            restarts = self.history_mark.restarts
+            restated = self._restate(states, due) if self.journal and restarts > self.restated else []
             pending = [self._history(s) for s in dirty]
             if self.exactly_once:
                 self._transactional(lambda: self.producer.commit_transaction(TXN_TIMEOUT_S))
@@ -351,6 +358,7 @@ class TargetWriter:
             self.abort()
             raise self._api_error(exc, "committing a transaction") from None
         self._committed(dirty, pending)
+        self.restated = restarts
         # What the progress topic holds now for each partition whose record this transaction wrote.
         for state in due:
             state.journaled, state.progress_at = mark >= 0 and state not in settle, now

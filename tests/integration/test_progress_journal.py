@@ -19,16 +19,22 @@ import pytest
 from srm import clients
 from srm.config import SrmConfig
 from srm.config.model import Flow
-from srm.internal_topics import ensure_internal_topic, flow_internal_topics, history_topic_name, progress_topic_name
+from srm.internal_topics import (
+    ensure_internal_topic,
+    flow_internal_topics,
+    history_topic,
+    history_topic_name,
+    progress_topic_name,
+)
 from srm.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
 from srm.replication.ownership import copy_transactional_ids, fence_producers
 from srm.replication.progress import Progress, read_flow_progress
 from srm.replication.writer import PROGRESS_EVERY_S
-from srm.topics import broker_count, ensure_topic
+from srm.topics import broker_count, ensure_topic, list_offsets, partition_counts
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import latest_progress, target_records, wait_for
 from tests.integration.test_replicate_failures import delete_records
-from tests.jobs import Job, Writer
+from tests.jobs import Job, Writer, exactly_once
 from tests.replication import Env, make_env, sequenced
 
 pytestmark = pytest.mark.integration
@@ -130,6 +136,25 @@ def test_the_read_waits_for_a_transaction_of_another_slot_open_when_it_began(
     assert found == {(topic, 0): Progress(20, "id", journaled=True)}
 
 
+def test_a_journaled_record_naming_a_gone_history_is_reported(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A history offset beyond the history's end: the topic was deleted and created again after
+    the record was written. The record's own offset is all that is left, and the reader says so."""
+    topic = unique("journal-gone")
+    env, flow = flow_env(kafka, tmp_path, topic)
+    runs, position, _ = records_of(flow, topic)
+    slot = Slot(env, unique("journal-writer"))
+    slot.transaction(runs(1, 3))
+    slot.transaction(position(0, 10, 5_000), runs(0, 10))
+
+    found = read_flow_progress(env.east, flow, [(topic, 0)])
+    assert found == {(topic, 0): Progress(10, "id", journaled=True)}
+    assert f"spans offsets 0 up to 4, which misses the history the progress of {topic}[0] from offset 5000" in (
+        caplog.text
+    )
+
+
 def test_a_partition_blocked_by_a_loss_keeps_its_position_in_a_plain_record(
     kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
@@ -164,3 +189,57 @@ def test_a_partition_blocked_by_a_loss_keeps_its_position_in_a_plain_record(
     assert f"offsets {position}..{sent - 1} ({sent - position} record(s)) were removed" in again.text()
     latest = latest_progress(env, topic)[0]
     assert (latest.next_offset, latest.journaled) == (position, False)
+
+
+def test_a_history_topic_recreated_under_a_running_copier_leaves_every_position_exact(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """The history topic deleted and created again while a job copies under load: its offsets
+    start over, below the history offset the journaled progress records name, and a reader would
+    take those records' own, older, offsets as the position. The copier's first transaction on
+    the new topic writes plain progress records: it sees the restart in its acknowledgements, or,
+    when the deletion failed a transaction and the producer was dropped, its new writer restates
+    what it cannot vouch for. The job is killed right after that commit (the journaled records
+    are rewritten every 2 s: a copier without the restatement leaves stale ones that long) and
+    started again: every record is on the target exactly once."""
+    topic = unique("journal-history")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 1}])
+    flow = env.flow()
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    admin = clients.admin_client(env.east)
+    history = history_topic(flow)
+
+    def history_end() -> int:
+        """The history's last stable offset: past every committed transaction."""
+        if history.name not in partition_counts(admin, include_internal=True):
+            return 0  # deleted, or not created yet
+        return list_offsets(admin, [(history.name, 0)], "latest")[(history.name, 0)]
+
+    writer = Writer(env.west, topic, 2, burst=100)
+    writer.start()
+    job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "job.log")
+    try:
+        wait_for(lambda: history_end() >= 1000, 120, "a history of 1,000 offsets")
+        assert latest_progress(env, topic)[0].journaled
+        for future in admin.delete_topics([history.name]).values():
+            future.result(30)
+        deadline = time.monotonic() + 30
+        while not ensure_internal_topic(admin, history, broker_count(admin)):  # deletion is asynchronous
+            assert time.monotonic() < deadline, "the history topic could not be created again"
+            time.sleep(0.1)
+        wait_for(lambda: history_end() > 0, 60, "a transaction committed on the new history")
+        epoch = int(job.wait_for(r"owns epoch (\d+)").group(1))
+        job.kill()
+    finally:
+        sent = writer.stop()
+    fence_producers(env.east, list(copy_transactional_ids(flow, epoch, 0)))
+    end = history_end()
+    assert all(r.history_from <= end for r in latest_progress(env, topic).values()), "a record names a gone history"
+
+    again = Job(env.path, env.west.alias, env.east.alias, tmp_path / "again.log")
+    try:
+        wait_for(lambda: target_records(env, topic) >= sent, 180, "copying the rest")
+        time.sleep(2)  # a duplicate would come with the first transactions after the restart
+    finally:
+        assert again.stop() == 0, again.text()[-3000:]
+    assert exactly_once(env, topic, sent, 2) == {"missing": 0, "duplicated": 0, "out_of_order": 0}

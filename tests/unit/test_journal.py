@@ -58,3 +58,4 @@ def test_the_history_mark_follows_the_acknowledgements_and_sees_a_recreated_topi
     assert mark.value == 1  # the journaled records written from now on read the new history
     assert not mark.acked(1)
     assert mark.acked(1)  # an offset it had already: only a log that started over gives it again
+    assert mark.restarts == 2  # the writer restates its journaled partitions until a commit did it
