@@ -271,13 +271,17 @@ class TargetWriter:
         if self.error is None or size > self.error[3]:
             self.error = (error, state, source_offset, size)
 
-    def _restate(self, states: Sequence[PartitionState], due: Collection[PartitionState]) -> list[PartitionState]:
+    def _restate(
+        self, states: Sequence[PartitionState], due: Collection[PartitionState], restarts: int
+    ) -> list[PartitionState]:
         """The history started over (HistoryMark; learnt at the latest from the flush before, which
         acknowledges the transaction's opener), or this writer is new: the journaled progress
         records, those just written included, may name a history that is gone. A plain record for
         each of them, in this transaction (the last word until the next one). Until a transaction
         doing this commits, every transaction does it: an aborted one leaves the journaled records
-        as they were."""
+        as they were. ``restarts``: the history's restarts seen so far; none new: nothing to do."""
+        if not self.journal or restarts <= self.restated:
+            return []
         restated = [s for s in states if s.journaled or s in due]
         for state in restated:
             self._progress(state)
@@ -303,8 +307,19 @@ class TargetWriter:
 
     # --- commit ------------------------------------------------------------------------------
     def settle_due(self, states: Sequence[PartitionState]) -> bool:
-        """Continuous: a quiet partition's latest progress record is journaled: time for a plain one."""
-        return self.journal and bool(self._quiet(states, time.monotonic()))
+        """Continuous: a quiet partition's latest progress record is journaled: time for a plain one;
+        or a restatement is pending (_restate), which must not wait for more records."""
+        return (self.journal and bool(self._quiet(states, time.monotonic()))) or self._restate_pending(states)
+
+    def _restate_pending(self, states: Sequence[PartitionState]) -> bool:
+        """The history restarted, or this writer is new, and no commit restated it yet: True if a
+        partition's latest progress record is journaled (else there is nothing to restate)."""
+        if not self.journal or self.history_mark.restarts <= self.restated:
+            return False
+        if any(s.journaled for s in states):
+            return True
+        self.restated = self.history_mark.restarts  # every latest record is plain: none names the history
+        return False
 
     @staticmethod
     def _quiet(
@@ -332,7 +347,7 @@ class TargetWriter:
         dirty = [s for s in states if s.dirty]
         due = [s for s in dirty if s in settle or self._progress_due(s, now)]
         quiet = self._quiet(states, now, settle)
-        if not dirty and not quiet and not self.in_transaction:
+        if not dirty and not quiet and not self.in_transaction and not self.settle_due(states):
             return
         if not self.in_transaction:
             self._begin()
@@ -345,7 +360,7 @@ class TargetWriter:
                 self._progress(state)
             self._flush()
             restarts = self.history_mark.restarts
-            restated = self._restate(states, due) if self.journal and restarts > self.restated else []
+            restated = self._restate(states, due, restarts)
             pending = [self._history(s) for s in dirty]
             if self.exactly_once:
                 self._transactional(lambda: self.producer.commit_transaction(TXN_TIMEOUT_S))
@@ -359,10 +374,27 @@ class TargetWriter:
             raise self._api_error(exc, "committing a transaction") from None
         self._committed(dirty, pending)
         self.restated = restarts
-        # What the progress topic holds now for each partition whose record this transaction wrote.
+        self._recorded(due, [*quiet, *restated], journaled_from=mark, settle=settle, now=now)
+        if self._restate_pending(states):
+            # Learnt during this commit (its history records landed in a new topic): restate now,
+            # in a transaction of its own, not with the next records, which may be long in coming.
+            self.commit(states)
+
+    @staticmethod
+    def _recorded(
+        due: list[PartitionState],
+        plain: list[PartitionState],
+        *,
+        journaled_from: int,
+        settle: Collection[PartitionState],
+        now: float,
+    ) -> None:
+        """What the progress topic holds now for each partition whose record a transaction wrote:
+        ``due`` journaled from ``journaled_from`` (plain when it is -1 or for those in ``settle``),
+        ``plain`` plain (written last)."""
         for state in due:
-            state.journaled, state.progress_at = mark >= 0 and state not in settle, now
-        for state in [*quiet, *restated]:
+            state.journaled, state.progress_at = journaled_from >= 0 and state not in settle, now
+        for state in plain:
             state.journaled, state.progress_at = False, now
 
     def _progress_due(self, state: PartitionState, now: float) -> bool:

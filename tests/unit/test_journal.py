@@ -59,3 +59,22 @@ def test_the_history_mark_follows_the_acknowledgements_and_sees_a_recreated_topi
     assert not mark.acked(1)
     assert mark.acked(1)  # an offset it had already: only a log that started over gives it again
     assert mark.restarts == 2  # the writer restates its journaled partitions until a commit did it
+
+
+def test_a_restatement_is_pending_from_a_new_writer_or_a_restart_until_a_commit_did_it() -> None:
+    """Journaled records may name a history that is gone when the history restarted, and a new
+    writer cannot tell: either way the copier commits plain records without waiting for data."""
+    writer = object.__new__(TargetWriter)  # the bookkeeping only: no producer
+    writer.journal, writer.history_mark, writer.restated = True, HistoryMark(), -1
+    journaled = state(0, 50, 50, journaled=True, progress_at=100.0)
+    plain = state(1, 50, 50, journaled=False, progress_at=100.0)
+    assert writer._restate_pending([journaled, plain])  # new: nothing committed by it yet
+    writer.restated = writer.history_mark.restarts  # as a commit that restated does
+    assert not writer._restate_pending([journaled, plain])
+    writer.history_mark.acked(40)
+    writer.history_mark.acked(0)  # the topic started over
+    assert writer._restate_pending([journaled])
+    assert not writer._restate_pending([plain])  # nothing names the history: nothing to restate
+    assert writer.restated == 1 and not writer._restate_pending([journaled])
+    writer.journal, writer.restated = False, -1  # available-now: every record is plain
+    assert not writer._restate_pending([journaled])
