@@ -347,7 +347,7 @@ class TargetWriter:
         dirty = [s for s in states if s.dirty]
         due = [s for s in dirty if s in settle or self._progress_due(s, now)]
         quiet = self._quiet(states, now, settle)
-        if not dirty and not quiet and not self.in_transaction and not self.settle_due(states):
+        if not dirty and not quiet and not self.in_transaction and not self._restate_pending(states):
             return
         if not self.in_transaction:
             self._begin()
