@@ -215,6 +215,26 @@ def verdict(runs: list[dict[str, Any]]) -> list[str]:
 
 # Measurements made once, outside `make bench`, dated: the report quotes them, never passes them off as its own.
 TAIL = [
+    "What the history costs the target, measured on 2026-11-27 (not in this run). Besides its records,",
+    "each transaction of ours holds the history's opener and the history record: two Produce requests",
+    "to the history's partition and one verification of it, of the ~8 requests the target's broker",
+    "answers per transaction (~5 for the records alone). A copier writing neither (an experiment, not",
+    "kept: without the history no position survives a restart and no checkpoint is exact) alternated",
+    "with the real one, three rounds of the `bench.latency` load at 5,000 records/s watched as",
+    "`bench.broker_load` watches (ours alone; the brokers warmed by one discarded run): requests to the",
+    "target 1,314 / 1,328 / 1,324 a second against 1,789 / 1,841 / 1,874; the broker's CPU 39 / 37 / 34%",
+    "of a core against 75 / 49 / 45%; p50 8.5 / 8.4 / 8.0 ms against 10.6 / 9.9 / 9.2; p95 12.7 / 11.8 /",
+    "11.5 against 22.9 / 15.9 / 14.1; p99 34.7 / 16.2 / 18.4 against 46.8 / 36.4 / 20.5 (MirrorMaker 2 in",
+    "`bench.broker_load` runs of the same hour: p99 15.8 and 20.4 ms). The history is the largest cost",
+    "of ours' own left, and even without it ours met MM2's p99 in one round of three. Writing it less",
+    "often than every transaction would leave the position of the transactions after the last history",
+    "record to be recovered from the target itself (reading back what was copied since and matching it",
+    "against the source): a new recovery that every exactly-once test would have to pass again; not",
+    "attempted. Measured the same hour and not kept: journaled progress records every 1,000 s instead",
+    "of every 2 s (four rounds alternating, the first discarded: p99 24.5 / 18.1 / 31.1 ms against",
+    "27.3 / 20.2 / 21.6, no difference); the brokers with `-XX:MaxTenuringThreshold=1` (young",
+    "collections of 30-55 ms every 12-25 s under ours' load, as before; one round, ours p99 68.9 ms).",
+    "",
     "The 100 B throughput of the run before this one (2026-11-27 01:33 UTC, the copy path of this run):",
     "1.22x MirrorMaker 2 (ours 141,208 records/s, MM2 115,548; the brokers' limit 379,219-480,307). In",
     "that hour `.venv/bin/python -m bench.available_now --records 1000000 --size 100 --partitions 8",
@@ -222,7 +242,11 @@ TAIL = [
     "cc77dbd) with that run's, gave 187,635 / 159,054 / 187,687 against 207,906 / 121,375 / 178,413",
     "records/s. Three hours later, the copy path unchanged, `.venv/bin/python -m bench.throughput",
     "--records 1000000 --sizes 100 --partitions 8 --repeat 3` gave 2.92x (ours 253,210, MM2 86,590;",
-    "04:05 UTC) and this run 2.54x: the machine, not the code, copied slower at 01:33.",
+    "04:05 UTC) and the full run of 04:08 2.54x: the machine, not the code, copied slower at 01:33.",
+    "The throughput above was measured again at 08:44 (the driver's heap floor now for continuous jobs",
+    'only, see "Lease changes" below): 4.98x at 1 KiB and 2.03x at 100 B, on a machine slower again',
+    "(the brokers' limit at 100 B 337,382 records/s against 398,089 at 04:08); ours' peak PSS 869 and",
+    "843 MiB against MM2's 1,329 and 1,012 (at 04:08, with the floor: 972 and 948 against 1,329 and 917).",
     "",
     "Where ours' slowest records come from, measured on 2026-11-27 (not in this run), from per-record",
     "arrival times of the `bench.latency` load at 5,000 records/s (the records after the warm-up; a 50 ms",
@@ -366,8 +390,10 @@ TAIL = [
     "run; loads of 70 s, two lease changes each). What remains: at each slot's hand-over and as the next lease's tasks",
     "start, 100-300 ms in which every partition is 10-50 ms slower, while the driver and Spark end one",
     "job and start the next on the same 2 cores (in one run of 2026-11-26: 214 records slower than 21 ms",
-    "over 0.9 s, none slower than 31 ms). The floor costs the driver JVM ~74 MiB of PSS in the",
-    "available-now throughput runs above (346 -> 420 MiB; the tree stays under MM2's).",
+    "over 0.9 s, none slower than 31 ms). Since 2026-11-27 only a continuous job's driver has the",
+    "floor: in an available-now job it held ~100 MiB more for nothing (`bench.available_now --records",
+    "1000000 --size 100 --partitions 8 --exactly-once on --tasks 2`: peak PSS 931 / 947 MiB with it,",
+    "827 / 845 without; the driver JVM 415-442 against 306-313 MiB).",
     "",
     "Runs of `python -m bench.latency --rate 5000 --seconds 30 --partitions 8` alone on 2026-11-26",
     "after the floor: ours p50 9.4 / 9.6 ms, p99 31.2 / 25.9 ms; MM2 p50 11.1 / 11.2 ms, p99 21.3 /",
@@ -636,7 +662,13 @@ def render(results: dict[str, Any]) -> str:
         ("rest", rest),
     ):
         if key in results:
-            sections += part(results[key])
+            lines = part(results[key])
+            if results[key].get("again"):  # bench.run --only
+                lines[2:2] = [
+                    f"Measured again {results[key]['finished']}, apart from the run above (`bench.run --only {key}`).",
+                    "",
+                ]
+            sections += lines
     return "\n".join(sections)
 
 

@@ -8,13 +8,16 @@ failover accuracy, scale (partitions, topics, time to replicate a new topic) and
 the copy tasks. Writes ``<out>/results.json`` (every figure and run, the commands, versions,
 the machine), ``<out>/REPORT.md`` and ``<out>/throughput_latency.png``. ``full`` is what
 bench/REPORT.md holds (about 50 minutes here); ``quick`` runs every part on the smallest inputs
-in about 8 minutes, to check the benchmarks work, not to quote.
+in about 8 minutes, to check the benchmarks work, not to quote. ``--only throughput,latency``
+measures those parts again into the ``<out>/results.json`` of an earlier run of the same preset
+and keeps the others; the report says when each part was measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import shlex
@@ -145,24 +148,50 @@ def findings(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+STEPS = ("throughput", "latency", "failover", "scale", "profile", "cluster", "rest")
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def earlier(path: Path, preset: str, only: list[str]) -> dict[str, Any]:
+    """The results of an earlier full run of ``preset`` at ``path``, whose parts ``only`` are measured again."""
+    unknown = sorted(set(only) - set(STEPS))
+    if unknown:
+        raise SystemExit(f"--only: no part named {', '.join(unknown)}; the parts are {', '.join(STEPS)}")
+    if not path.is_file():
+        raise SystemExit(f"--only measures parts again into an earlier run's results: {path} does not exist")
+    results: dict[str, Any] = json.loads(path.read_text())
+    if results.get("preset") != preset:
+        raise SystemExit(f"{path} holds a run of preset {results.get('preset')!r}, not {preset!r}: run it in full")
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", choices=sorted(PRESETS), default="full")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent)
     parser.add_argument("--config", type=Path, default=Path("conf/srm.yaml"))
+    parser.add_argument(
+        "--only", type=lambda text: text.split(","), help=f"comma-separated parts to measure again: {', '.join(STEPS)}"
+    )
     args = parser.parse_args()
     p = PRESETS[args.preset]
-    flow = load_config(args.config).enabled_flows()[0]
     started = time.monotonic()
-    results: dict[str, Any] = {
-        "command": "python -m bench.run " + shlex.join(sys.argv[1:]),
-        "preset": args.preset,
-        "source": flow.source,
-        "target": flow.target,
-        "json": "results.json",
-        "machine": machine(),
-        "versions": versions(),
-    }
+    if args.only:
+        results = earlier(args.out / "results.json", args.preset, args.only)
+    else:
+        flow = load_config(args.config).enabled_flows()[0]
+        results = {
+            "command": "python -m bench.run " + shlex.join(sys.argv[1:]),
+            "preset": args.preset,
+            "source": flow.source,
+            "target": flow.target,
+            "json": "results.json",
+            "machine": machine(),
+            "versions": versions(),
+        }
     steps: tuple[tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
         ("throughput", "throughput", lambda o: throughput.measure(args.config, tasks=2, **o)),
         (
@@ -187,15 +216,21 @@ def main() -> None:
         ("cluster", "cluster", lambda o: cluster.measure(args.config, **o)),
         ("rest", "rest_metrics", lambda o: rest_metrics.measure(**o)),
     )
+    assert tuple(key for key, _, _ in steps) == STEPS
+    steps = tuple(step for step in steps if not args.only or step[0] in args.only)
     for number, (key, module, measure) in enumerate(steps, 1):
         print(f"[{number}/{len(steps)}] {key} ({time.monotonic() - started:.0f} s so far)", flush=True)
         began = time.monotonic()
         results[key] = {"command": command(module, p[key]), **measure(p[key])}
         results[key]["step_seconds"] = round(time.monotonic() - began)
+        results[key]["finished"] = now()
+        if args.only:
+            results[key]["again"] = True  # measured apart from the run the others come from
         throughput.drop_bench_topics(args.config)
     results["findings"] = findings(results)
-    results["seconds"] = round(time.monotonic() - started)
-    results["finished"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if not args.only:
+        results["seconds"] = round(time.monotonic() - started)
+        results["finished"] = now()
     report.write(results, args.out)
     print(f"wrote {args.out / 'REPORT.md'}, {args.out / 'results.json'} and {args.out / report.PLOT}", flush=True)
     print("\n".join(results["findings"]))

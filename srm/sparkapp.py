@@ -7,11 +7,13 @@ workers with librdkafka, so no Kafka jars are needed on the JVM side.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import re
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,10 @@ DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 ti
 # cores of a 2-core machine from the copiers (``jstat -gc`` on the driver, 2026-11-26). With the
 # floor no collection ran during a 70 s load, and the records a lease change slowed past 20 ms
 # fell from 2,700-3,400 to 400-700 (``bench.latency --rate 5000`` loads of 70 s; bench/REPORT.md).
-# Spark refuses a driver heap under 450 MiB, so the floor is never above its -Xmx.
+# Spark refuses a driver heap under 450 MiB, so the floor is never above its -Xmx. Only a
+# continuous replication job gets it: a job without leases (available-now, checkpoints) has no
+# such pauses to avoid, and the floor kept ~100 MiB more of its driver resident (peak PSS of
+# bench.available_now at 100 B: 827-845 MiB without it, 931-947 with it, 2026-11-27).
 DRIVER_HEAP_FLOOR = "384m"
 MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
 
@@ -329,16 +334,29 @@ def spark_submit_command(
         *(arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")),
         *(("--files", ",".join(files)) if files else ()),
         "--driver-java-options",
-        driver_java_options(),
+        driver_java_options(script, args),
         str(project_root() / "spark" / script),
         *args,
     ]
 
 
-def driver_java_options() -> str:
-    """The driver JVM's options: the project's Log4j2 configuration and the heap floor."""
+def driver_java_options(script: str = "", args: Sequence[str] = ()) -> str:
+    """The driver JVM's options for ``spark/<script> args``: the project's Log4j2 configuration,
+    and the heap floor for a continuous replication job (DRIVER_HEAP_FLOOR)."""
     log4j = project_root() / "conf" / "jvm" / "spark-log4j2.properties"
-    return f"-Dlog4j2.configurationFile={log4j} -Xms{DRIVER_HEAP_FLOOR}"
+    options = f"-Dlog4j2.configurationFile={log4j}"
+    return f"{options} -Xms{DRIVER_HEAP_FLOOR}" if holds_leases(script, args) else options
+
+
+def holds_leases(script: str, args: Sequence[str]) -> bool:
+    """Is ``spark/<script> args`` a continuous replication job (its copiers' leases change every
+    task.lease.seconds)? spark/replicate.py runs continuously unless ``--mode`` says otherwise."""
+    if script != "replicate.py":
+        return False
+    modes = argparse.ArgumentParser(add_help=False)
+    modes.add_argument("--mode", default="continuous")  # as spark/replicate.py parses it
+    mode: str = modes.parse_known_args(list(args))[0].mode
+    return mode == "continuous"
 
 
 def submit_environment(master: str | None = None) -> dict[str, str]:

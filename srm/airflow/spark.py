@@ -8,6 +8,7 @@ this interpreter's pyspark, with no Kafka jars (the copy runs in Python workers 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -50,7 +51,7 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
             flow = config.flow(self.source, self.target)
             s = flow.settings
             conf = job_conf(master, s.spark_pyspark_python, config.flow_clusters(flow), s.tasks_max)
-            self.conf = {**conf, **(self.conf or {})}
+            self.conf = {**conf, **(self.conf or {}), "spark.driver.extraJavaOptions": self.driver_java_options()}
         except SrmError as exc:
             raise AirflowFailException(f"flow {self.flow_name}: {exc}") from None
         environment = submit_environment(master)
@@ -67,6 +68,11 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
                 f"flow {self.flow_name} was taken over by another run (the job's last lines above say which); "
                 "not retried: stop one of the two runs"
             ) from exc
+
+    def driver_java_options(self) -> str:
+        """The driver's JVM options for the job as this run submits it (its arguments rendered:
+        the mode is a run parameter of the replicate DAGs)."""
+        return driver_java_options(Path(self.application).name, [str(a) for a in self.application_args or ()])
 
     def master(self) -> str:
         """The master the connection names, checked; AirflowFailException if it is missing or unusable."""

@@ -3,6 +3,7 @@ Airflow task fails at once (not retried) saying who has it, and no record is los
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import yaml
 from srm import clients
 from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
+from srm.sparkapp import DRIVER_HEAP_FLOOR
 from srm.topics import ensure_topic
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Job, Writer, exactly_once
@@ -58,6 +60,8 @@ def test_srm_control_run_takes_the_flow_over_from_the_airflow_run(
     text = dag_log.read_text()
     assert f"flow {flow.name} was taken over by run {claim.group(1)} (srm-control run" in text
     assert "not retried" in text and "state=failed" in text
+    submitted = re.search(r"Spark-Submit cmd: (.*)", text)
+    assert submitted and f"-Xms{DRIVER_HEAP_FLOOR}" in submitted[1]  # a continuous job's driver (srm.sparkapp)
     copied = target_records(env, topic)
     wait_for(lambda: target_records(env, topic) > copied, 60, "the srm-control run copying")
     sent = writer.stop()

@@ -71,6 +71,9 @@ def test_replicate_checkpoints_and_failover(
     run = ok(run_dag(env, airflow, "replicate", {"mode": "available-now"}))
     assert without_offsets(contents(env.east, remote)) == without_offsets(contents(env.west, topic))
     assert re.search(rf"flow {flow.name} batch \d+: \d+ record\(s\)", run.log)  # the job's batch lines
+    submitted = re.search(r"Spark-Submit cmd: (.*)", run.log)
+    assert submitted and "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=" in submitted[1]
+    assert "-Xms" not in submitted[1]  # the heap floor is for continuous jobs only (srm.sparkapp)
 
     # .checkpoints writes exact MM2 checkpoints and syncs the idle target group
     group = unique("af-billing")

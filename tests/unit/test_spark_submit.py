@@ -161,9 +161,41 @@ def test_settings_in_an_airflow_connection_cannot_reach_remote_executors() -> No
 
 
 @pytest.mark.parametrize("master", ["local[2]", "spark://10.0.0.5:7077"])
-def test_the_driver_starts_with_the_heap_floor_and_the_project_logging(master: str) -> None:
+def test_a_continuous_replication_driver_starts_with_the_heap_floor_and_the_project_logging(master: str) -> None:
     command = spark_submit_command("replicate.py", ["--mode", "continuous"], master)
     options = command[command.index("--driver-java-options") + 1].split()
     assert f"-Xms{DRIVER_HEAP_FLOOR}" in options
     log4j = next(o.split("=", 1)[1] for o in options if o.startswith("-Dlog4j2.configurationFile="))
     assert Path(log4j).is_file()
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "floor"),
+    [
+        ("replicate.py", ["--source", "a", "--target", "b"], True),  # continuous unless told otherwise
+        ("replicate.py", ["--mode=continuous"], True),
+        ("replicate.py", ["--mode", "available-now", "--config", "srm.yaml"], False),
+        ("replicate.py", ["--mode=available-now"], False),
+        ("checkpoints.py", ["--source", "a", "--target", "b"], False),
+    ],
+)
+def test_only_a_continuous_replication_job_holds_its_driver_heap(script: str, args: list[str], floor: bool) -> None:
+    command = spark_submit_command(script, args, "local[2]")
+    options = command[command.index("--driver-java-options") + 1].split()
+    assert (f"-Xms{DRIVER_HEAP_FLOOR}" in options) is floor
+    assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+
+
+@pytest.mark.parametrize(("mode", "floor"), [("continuous", True), ("available-now", False)])
+def test_an_airflow_run_gives_the_driver_its_floor_by_the_mode_it_was_started_with(mode: str, floor: bool) -> None:
+    from srm.airflow.spark import FlowSparkSubmitOperator
+
+    task = FlowSparkSubmitOperator(
+        source="a",
+        target="b",
+        config_file="srm.yaml",
+        task_id="replicate",
+        application="/srm/spark/replicate.py",
+        application_args=["--source", "a", "--target", "b", "--mode", mode],  # as rendered for the run
+    )
+    assert (f"-Xms{DRIVER_HEAP_FLOOR}" in task.driver_java_options().split()) is floor
