@@ -148,7 +148,30 @@ def findings(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-STEPS = ("throughput", "latency", "failover", "scale", "profile", "cluster", "rest")
+Measure = Callable[[Path, dict[str, Any]], dict[str, Any]]  # (config, the preset's options) -> figures
+# The parts of a run, in order: key in results.json -> (module that measures it alone, how).
+STEPS: dict[str, tuple[str, Measure]] = {
+    "throughput": ("throughput", lambda config, o: throughput.measure(config, tasks=2, **o)),
+    "latency": (
+        "latency",
+        lambda config, o: latency.measure(
+            config,
+            rates=o["rates"],
+            seconds=o["seconds"],
+            warmup_seconds=o["warmup_seconds"],
+            partitions=o["partitions"],
+            sweep_ms=o["sweep"],
+        ),
+    ),
+    "failover": (
+        "failover_accuracy",
+        lambda config, o: failover_accuracy.run(config, o["per_partition"], o["partitions"]),
+    ),
+    "scale": ("scale", lambda config, o: scale.measure(config, **o)),
+    "profile": ("copy_profile", lambda config, o: copy_profile.measure(config, **o)),
+    "cluster": ("cluster", lambda config, o: cluster.measure(config, **o)),
+    "rest": ("rest_metrics", lambda config, o: rest_metrics.measure(**o)),
+}
 
 
 def now() -> str:
@@ -192,36 +215,11 @@ def main() -> None:
             "machine": machine(),
             "versions": versions(),
         }
-    steps: tuple[tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
-        ("throughput", "throughput", lambda o: throughput.measure(args.config, tasks=2, **o)),
-        (
-            "latency",
-            "latency",
-            lambda o: latency.measure(
-                args.config,
-                rates=o["rates"],
-                seconds=o["seconds"],
-                warmup_seconds=o["warmup_seconds"],
-                partitions=o["partitions"],
-                sweep_ms=o["sweep"],
-            ),
-        ),
-        (
-            "failover",
-            "failover_accuracy",
-            lambda o: failover_accuracy.run(args.config, o["per_partition"], o["partitions"]),
-        ),
-        ("scale", "scale", lambda o: scale.measure(args.config, **o)),
-        ("profile", "copy_profile", lambda o: copy_profile.measure(args.config, **o)),
-        ("cluster", "cluster", lambda o: cluster.measure(args.config, **o)),
-        ("rest", "rest_metrics", lambda o: rest_metrics.measure(**o)),
-    )
-    assert tuple(key for key, _, _ in steps) == STEPS
-    steps = tuple(step for step in steps if not args.only or step[0] in args.only)
+    steps = [(key, *STEPS[key]) for key in STEPS if not args.only or key in args.only]
     for number, (key, module, measure) in enumerate(steps, 1):
         print(f"[{number}/{len(steps)}] {key} ({time.monotonic() - started:.0f} s so far)", flush=True)
         began = time.monotonic()
-        results[key] = {"command": command(module, p[key]), **measure(p[key])}
+        results[key] = {"command": command(module, p[key]), **measure(args.config, p[key])}
         results[key]["step_seconds"] = round(time.monotonic() - began)
         results[key]["finished"] = now()
         if args.only:

@@ -24,7 +24,7 @@ from types import FrameType
 
 from srm.config import load_config
 from srm.errors import ConfigError, FlowTakenOverError, SrmError
-from srm.sparkapp import ReplicationRun, build_session, shipped_config, start_replication
+from srm.sparkapp import REPLICATION_MODES, ReplicationRun, build_session, shipped_config, start_replication
 
 TAKEN_OVER_EXIT = 3
 
@@ -33,7 +33,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="replicate.py", description=__doc__.split("\n")[0])
     parser.add_argument("--source", required=True, help="source cluster alias")
     parser.add_argument("--target", required=True, help="target cluster alias")
-    parser.add_argument("--mode", choices=("continuous", "available-now"), default="continuous")
+    parser.add_argument("--mode", choices=REPLICATION_MODES, default=REPLICATION_MODES[0])
     parser.add_argument("--config", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
     parser.add_argument("--checkpoint", help="checkpoint location: the plan log (default: storage.checkpoints/<flow>)")
     parser.add_argument("--master", help="Spark master (default: local[*, 4] unless spark-submit sets one)")

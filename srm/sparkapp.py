@@ -38,6 +38,8 @@ DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 ti
 # such pauses to avoid, and the floor kept ~100 MiB more of its driver resident (peak PSS of
 # bench.available_now at 100 B: 827-845 MiB without it, 931-947 with it, 2026-11-27).
 DRIVER_HEAP_FLOOR = "384m"
+# spark/replicate.py's --mode: continuous (leases, until stopped; its default) or one bounded pass.
+REPLICATION_MODES = ("continuous", "available-now")
 MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
 
 
@@ -354,7 +356,7 @@ def holds_leases(script: str, args: Sequence[str]) -> bool:
     if script != "replicate.py":
         return False
     modes = argparse.ArgumentParser(add_help=False)
-    modes.add_argument("--mode", default="continuous")  # as spark/replicate.py parses it
+    modes.add_argument("--mode", default=REPLICATION_MODES[0])  # as spark/replicate.py parses it
     mode: str = modes.parse_known_args(list(args))[0].mode
     return mode == "continuous"
 

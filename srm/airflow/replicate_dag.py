@@ -8,8 +8,9 @@ from typing import Any
 from srm.airflow.defaults import dag_id, flow_dag
 from srm.airflow.spark import spark_job
 from srm.config.model import Flow
+from srm.sparkapp import REPLICATION_MODES
 
-MODES = ["continuous", "available-now"]
+MODES = list(REPLICATION_MODES)
 
 
 def replicate_dag(flow: Flow, config_file: str) -> Any:

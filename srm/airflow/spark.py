@@ -104,6 +104,5 @@ def spark_job(
         application_args=["--source", flow.source, "--target", flow.target, "--config", config_file, *args],
         conn_id=flow.settings.spark_connection_id,
         name=f"srm {script.removesuffix('.py')} {flow.name}",
-        conf={"spark.driver.extraJavaOptions": driver_java_options()},
         execution_timeout=timeout,
     )

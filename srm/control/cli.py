@@ -17,6 +17,7 @@ from typing import Any
 from srm.control import acls, commands, lists, offsets, status, takeover
 from srm.control.parsers import flow_parser
 from srm.errors import ConfigError, SrmError
+from srm.sparkapp import REPLICATION_MODES
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--target", required=True, help="target cluster alias")
     run.add_argument(
         "--mode",
-        choices=("continuous", "available-now"),
+        choices=REPLICATION_MODES,
         default="available-now",
         help="replicate only: continuous runs until stopped; available-now copies what is there and stops",
     )
