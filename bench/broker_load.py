@@ -9,6 +9,10 @@ JMX connector, which ``jcmd <pid> ManagementAgent.start_local`` opens), its CPU 
 collections (``jstat -gc``). Prints JSON per tool: requests per second by type, per 1,000 records
 and (ours) per transaction, the broker's CPU, and its young collections (how many, ms each,
 seconds apart). Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
+
+``--profile`` also records the target's broker with Java Flight Recorder during each window and
+prints which parts of its work took its CPU and allocation samples (:mod:`bench.broker_profile`);
+the recording costs the broker some CPU of its own, so the latencies of such a run are not quoted.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from typing import Any
 import psutil
 
 from bench import latency
+from bench.broker_profile import jdk_tool, recording
 from srm.config.model import Cluster
-from srm.jvm import java_binary, kafka_command
+from srm.jvm import kafka_command
 from srm.local import LocalKafka
 from srm.paths import local_dir
 
@@ -49,16 +54,23 @@ class Sample:
 class BrokerWatch:
     """Counters of one local broker's JVM, read at the start and the end of a window."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, profile_dir: Path | None = None) -> None:
         self.pid = pid
         self.url = self._jmx_url()
         self.windows: list[tuple[Sample, Sample]] = []
+        self.profile_dir = profile_dir  # a JFR recording of each window goes there
+        self.profiles: list[dict[str, Any]] = []
 
     @contextmanager
     def window(self) -> Iterator[None]:
         first = self.sample(requests_first=True)
         try:
-            yield
+            if self.profile_dir is None:
+                yield
+            else:
+                with recording(self.pid, f"window{len(self.windows)}", self.profile_dir) as profile:
+                    yield
+                self.profiles.append(profile)
         finally:
             self.windows.append((first, self.sample(requests_first=False)))
 
@@ -73,13 +85,9 @@ class BrokerWatch:
             requests = self._requests()
         return Sample(began, time.monotonic(), requests, times.user + times.system, young, young_s)
 
-    def _jdk_tool(self, name: str, *args: str) -> str:
-        tool = str(Path(java_binary()).parent / name)
-        return subprocess.run([tool, *args], check=True, capture_output=True, text=True).stdout
-
     def _jmx_url(self) -> str:
-        self._jdk_tool("jcmd", str(self.pid), "ManagementAgent.start_local")
-        status = self._jdk_tool("jcmd", str(self.pid), "ManagementAgent.status")
+        jdk_tool("jcmd", str(self.pid), "ManagementAgent.start_local")
+        status = jdk_tool("jcmd", str(self.pid), "ManagementAgent.status")
         found = re.search(r"Connection Type: local.*?URL\s*:\s*(\S+)", status, re.S)
         if found is None:
             raise SystemExit(f"no local JMX connector on the broker (pid {self.pid}):\n{status}")
@@ -95,7 +103,7 @@ class BrokerWatch:
         return counts
 
     def _young(self) -> tuple[int, float]:
-        header, values = self._jdk_tool("jstat", "-gc", str(self.pid)).split("\n")[:2]
+        header, values = jdk_tool("jstat", "-gc", str(self.pid)).split("\n")[:2]
         row = dict(zip(header.split(), values.split(), strict=True))
         return int(row["YGC"]), float(row["YGCT"])
 
@@ -126,12 +134,12 @@ def target_broker(target: Cluster) -> int:
     return pid
 
 
-def measure(config_path: Path, load: latency.Load) -> dict[str, Any]:
+def measure(config_path: Path, load: latency.Load, *, profile: bool = False) -> dict[str, Any]:
     source, target = latency.clusters(config_path)
-    watch = BrokerWatch(target_broker(target))
     out: dict[str, Any] = dict(load.described())
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        watch = BrokerWatch(target_broker(target), workdir if profile else None)
         tools = {
             "ours_exactly_once": latency.start_ours(config_path, workdir),
             "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, load.partitions),
@@ -139,13 +147,19 @@ def measure(config_path: Path, load: latency.Load) -> dict[str, Any]:
         for name, start in tools.items():
             run = latency.run_with(start, source, target, load, during=watch.window)
             out[name] = {"p50_ms": run["p50_ms"], "p99_ms": run["p99_ms"]} | figures(*watch.windows[-1], run["records"])
+            if profile:
+                out[name]["profile"] = watch.profiles[-1]
     return out
 
 
 def main() -> None:
-    args = latency.load_arguments(__doc__.split("\n")[0], seconds=30).parse_args()
+    parser = latency.load_arguments(__doc__.split("\n")[0], seconds=30)
+    parser.add_argument(
+        "--profile", action="store_true", help="record the target's broker with JFR: where its CPU and allocation go"
+    )
+    args = parser.parse_args()
     load = latency.Load(args.rate, args.seconds, args.partitions, args.warmup_seconds)
-    print(json.dumps(measure(Path(args.config), load), indent=2))
+    print(json.dumps(measure(Path(args.config), load, profile=args.profile), indent=2))
 
 
 if __name__ == "__main__":
