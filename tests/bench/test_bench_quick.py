@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.local import ROOT, local_clusters_running
+
 SECTIONS = (
     "## Throughput",
     "## Latency",
@@ -20,12 +21,6 @@ SECTIONS = (
     "## Spark cluster",
     "## REST metric endpoints",
 )
-
-
-def local_clusters_running() -> bool:
-    command = [str(ROOT / ".venv/bin/srm-control"), "local", "status"]
-    status = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-    return "running (pid" in status.stdout
 
 
 @pytest.mark.integration

@@ -4,30 +4,20 @@ of the load once, and the textbook copier in transactions (its figures are measu
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
-from tests.bench.test_bench_quick import ROOT, local_clusters_running
+from tests.bench.local import run_on_local_clusters
 
 
 @pytest.mark.integration
 @pytest.mark.bench
 @pytest.mark.timeout(900)
 def test_the_floor_benchmark_copies_every_record_once_with_each_tool() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
-    were_running = local_clusters_running()
-    try:
-        up = subprocess.run(["make", "kafka-up"], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        command = [sys.executable, "-m", "bench.eos_floor", "--rounds", "1", "--rate", "500"]
-        command += ["--seconds", "4", "--warmup-seconds", "1", "--partitions", "3"]
-        run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=840, check=False)
-    finally:
-        if not were_running:
-            subprocess.run(["make", "kafka-down"], cwd=ROOT, env=env, capture_output=True, check=False)
+    command = [sys.executable, "-m", "bench.eos_floor", "--rounds", "1", "--rate", "500"]
+    command += ["--seconds", "4", "--warmup-seconds", "1", "--partitions", "3"]
+    run = run_on_local_clusters(command, timeout_s=840)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     figures = json.loads(run.stdout)
     assert set(figures["runs"]) == {"ours_exactly_once", "textbook_exactly_once", "mirrormaker2"}

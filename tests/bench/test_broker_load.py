@@ -1,0 +1,34 @@
+"""``python -m bench.broker_load --profile`` watches the target's broker under each tool's load end to
+end: its requests by type, and a Java Flight Recorder recording sorted into the parts of its work
+(the figures are measured, never asserted on; what each tool's load is made of is)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tests.bench.local import run_on_local_clusters
+
+
+@pytest.mark.integration
+@pytest.mark.bench
+@pytest.mark.timeout(900)
+def test_the_broker_load_profile_finds_ours_transactions_and_none_under_mirrormaker2() -> None:
+    command = [sys.executable, "-m", "bench.broker_load", "--rate", "500", "--seconds", "5"]
+    command += ["--warmup-seconds", "1", "--partitions", "3", "--profile"]
+    run = run_on_local_clusters(command, timeout_s=840)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    figures = json.loads(run.stdout)
+    ours, mm2 = figures["ours_exactly_once"], figures["mirrormaker2"]
+    assert ours["transactions_per_s"] > 0 and ours["requests_per_s"]["EndTxn"] > 0
+    assert mm2["transactions_per_s"] == 0 and "EndTxn" not in mm2["requests_per_s"]
+    for tool in (ours, mm2):
+        assert tool["requests_per_s"]["Produce"] > 0
+        profile = tool["profile"]
+        assert profile["allocation_samples"] > 0
+        assert 99.0 <= sum(profile["allocation_pct"].values()) <= 101.0
+        assert profile["cpu_samples"] == 0 or 99.0 <= sum(profile["cpu_pct"].values()) <= 101.0
+    sampled = {**ours["profile"]["cpu_pct"], **ours["profile"]["allocation_pct"]}
+    assert any(part.startswith("transactions: markers") for part in sampled), sampled
