@@ -2,12 +2,13 @@
 
     .venv/bin/python -m bench.broker_load [--rate 5000] [--seconds 30] [--warmup-seconds 5] [--partitions 8]
 
-On the local clusters (``make kafka-up``), ours (exactly once, its defaults) and then MirrorMaker 2
-copy the load of ``bench.latency``. While the load runs (the warm-up left out), the target's broker
+On the local clusters (``make kafka-up``), ours (exactly once, its defaults), Kafka's textbook
+exactly-once copier (``bench.textbook_copier``) and MirrorMaker 2 copy the load of ``bench.latency``
+in turn (``bench.eos_floor``'s tools). While the load runs (the warm-up left out), the target's broker
 is watched: its requests by type (Kafka's ``RequestsPerSec`` counters, read over the JVM's local
 JMX connector, which ``jcmd <pid> ManagementAgent.start_local`` opens), its CPU time, and its young
 collections (``jstat -gc``). Prints JSON per tool: requests per second by type, per 1,000 records
-and (ours) per transaction, the broker's CPU, and its young collections (how many, ms each,
+and (the transactional tools) per transaction, the broker's CPU, and its young collections (how many, ms each,
 seconds apart). Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
 
 ``--profile`` also records the target's broker with Java Flight Recorder during each window and
@@ -31,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from bench import latency
+from bench import eos_floor, latency
 from bench.broker_profile import jdk_tool, recording
 from srm.config.model import Cluster
 from srm.jvm import kafka_command
@@ -140,11 +141,7 @@ def measure(config_path: Path, load: latency.Load, *, profile: bool = False) -> 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         watch = BrokerWatch(target_broker(target), workdir if profile else None)
-        tools = {
-            "ours_exactly_once": latency.start_ours(config_path, workdir),
-            "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, load.partitions),
-        }
-        for name, start in tools.items():
+        for name, start in eos_floor.tools(config_path, workdir, load.partitions).items():
             run = latency.run_with(start, source, target, load, during=watch.window)
             out[name] = {"p50_ms": run["p50_ms"], "p99_ms": run["p99_ms"]} | figures(*watch.windows[-1], run["records"])
             if profile:

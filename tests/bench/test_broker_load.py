@@ -15,16 +15,17 @@ from tests.bench.local import run_on_local_clusters
 @pytest.mark.integration
 @pytest.mark.bench
 @pytest.mark.timeout(900)
-def test_the_broker_load_profile_finds_ours_transactions_and_none_under_mirrormaker2() -> None:
+def test_the_broker_load_profile_finds_transactions_under_ours_and_the_textbook_copier_none_under_mm2() -> None:
     command = [sys.executable, "-m", "bench.broker_load", "--rate", "500", "--seconds", "5"]
     command += ["--warmup-seconds", "1", "--partitions", "3", "--profile"]
     run = run_on_local_clusters(command, timeout_s=840)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     figures = json.loads(run.stdout)
-    ours, mm2 = figures["ours_exactly_once"], figures["mirrormaker2"]
-    assert ours["transactions_per_s"] > 0 and ours["requests_per_s"]["EndTxn"] > 0
+    ours, textbook, mm2 = (figures[t] for t in ("ours_exactly_once", "textbook_exactly_once", "mirrormaker2"))
+    for transactional in (ours, textbook):
+        assert transactional["transactions_per_s"] > 0 and transactional["requests_per_s"]["EndTxn"] > 0
     assert mm2["transactions_per_s"] == 0 and "EndTxn" not in mm2["requests_per_s"]
-    for tool in (ours, mm2):
+    for tool in (ours, textbook, mm2):
         assert tool["requests_per_s"]["Produce"] > 0
         profile = tool["profile"]
         assert profile["allocation_samples"] > 0
