@@ -20,6 +20,7 @@ JSON (``bench.run`` puts them in the report).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import subprocess
@@ -27,6 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
+from array import array
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -74,10 +76,14 @@ class Reader:
         """(CreateTime, latency in ms) of every record read until ``expected()`` (None: not known
         yet) arrived or time ran out."""
         deadline = time.monotonic() + timeout_s
-        arrivals: list[tuple[int, float]] = []
+        # Two flat arrays, not a list of tuples: Python's full garbage collections visit every item
+        # of a list, and one of 1.5 million arrivals (50,000 records/s) took them to 20-45 ms, a
+        # stall of this process that held back the load's producer (a burst of ~2,000 records
+        # after it) and this reader alike (bench/REPORT.md, "Latency").
+        created_ms, latency_ms = array("q"), array("d")
         while time.monotonic() < deadline:
             total = expected()
-            if total is not None and len(arrivals) >= total:
+            if total is not None and len(created_ms) >= total:
                 break
             # poll() returns as soon as a record is there; consume(n, 0) then takes what else is
             # (consume(n, t) would hold records back until n arrived or t passed).
@@ -88,8 +94,9 @@ class Reader:
             for message in [first, *self.consumer.consume(10_000, 0)]:
                 if message.error() is None:
                     created = message.timestamp()[1]
-                    arrivals.append((created, arrived_ms - created))
-        return arrivals
+                    created_ms.append(created)
+                    latency_ms.append(arrived_ms - created)
+        return list(zip(created_ms, latency_ms, strict=True))
 
     def close(self) -> None:
         self.consumer.close()
@@ -167,6 +174,10 @@ def run_with(
                     failed.append(exc)
 
             feeder = threading.Thread(target=feed)
+            # What this process made so far (imports, clients) leaves the collector's view: a full
+            # collection during the load walks only what the load itself makes.
+            gc.collect()
+            gc.freeze()
             feeder.start()
             arrivals = reader.read(lambda: results.get("total"), load.warmup_seconds + load.seconds + 60)
             stop.set()

@@ -13,9 +13,11 @@ from srm import clients
 from srm.config import SrmConfig
 from srm.internal_topics import progress_topic_name
 from srm.records import ProgressRecord
+from srm.replication.lease import FIRST_LEASE_S
 from srm.replication.writer import PROGRESS_EVERY_S
 from srm.sparkapp import start_replication
 from srm.topics import create_partitions, ensure_topic, partition_counts, read_to_end
+from srm.warehouse import METRICS
 from tests.helpers import produce
 from tests.jobs import Writer
 from tests.replication import Env, contents, count_records, make_env, sequenced
@@ -93,6 +95,31 @@ def test_allow_list_edit_applies_without_restart(running: Any) -> None:
     assert target_records(env, other) == 0
     env.rewrite(topics=[f"{prefix}-a.*", f"{prefix}-b.*"])
     wait_for(lambda: target_records(env, other) == 50, FLOW_WITHIN_S, "the newly allowed topic")
+
+
+def test_first_metrics_rows_come_seconds_after_the_start(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """A run's first lease is short: its metrics rows are in the warehouse seconds after the start,
+    not task.lease.seconds (30) later. The topic exists before the start, so no plan change ends
+    the lease early."""
+    topic = unique("first-lease")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    produce(env.west, topic, sequenced(2, 40))
+    assert env.flow().settings.task_lease_seconds == 30
+    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    try:
+        wait_for(lambda: target_records(env, topic) == 40, 60, "the records")
+        # From the copy, well inside the first lease: its end, then the background append.
+        within = 15.0  # half of task.lease.seconds: a first lease of 30 s cannot meet it
+        assert FIRST_LEASE_S < within
+        wait_for(lambda: bool(env.warehouse.read(METRICS, topic=topic)), within, "the first metrics rows")
+        rows = env.warehouse.read(METRICS, topic=topic)
+        assert sum(r["records"] for r in rows) == 40
+        assert {r["partition"] for r in rows} == {0, 1}
+    finally:
+        run.stop()
 
 
 def latest_progress(env: Env, topic: str) -> dict[int, ProgressRecord]:
