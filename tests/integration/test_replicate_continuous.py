@@ -113,7 +113,7 @@ def test_first_metrics_rows_come_seconds_after_the_start(
         wait_for(lambda: target_records(env, topic) == 40, 60, "the records")
         # From the copy, well inside the first lease: its end, then the background append.
         within = 15.0  # half of task.lease.seconds: a first lease of 30 s cannot meet it
-        assert FIRST_LEASE_S < within
+        assert within > FIRST_LEASE_S
         wait_for(lambda: bool(env.warehouse.read(METRICS, topic=topic)), within, "the first metrics rows")
         rows = env.warehouse.read(METRICS, topic=topic)
         assert sum(r["records"] for r in rows) == 40
