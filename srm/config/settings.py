@@ -131,7 +131,8 @@ class FlowSettings(BaseModel):
     transaction_interval_ms: int = Field(100, alias="transaction.interval.ms", ge=10, le=60_000)
     # Continuous mode: how long one Spark task holds its slot's partitions. Copying goes on across
     # leases without a pause; a lease is the unit of planning (new topics, YAML edits without an
-    # early end), of metrics rows and of the job's log line.
+    # early end), of metrics rows and of the job's log line. A run's first lease is at most
+    # srm.replication.lease.FIRST_LEASE_S (5) long.
     task_lease_seconds: int = Field(30, alias="task.lease.seconds", ge=5, le=3600)
     # The Airflow connection whose host is the Spark master of the flow's jobs (DAG tasks;
     # `srm-control run` takes --master). Off this machine the executors run spark.pyspark.python
