@@ -655,10 +655,13 @@ def profile(p: dict[str, Any]) -> list[str]:
         *(f"| `{row['function']}` | {row['calls']:,} | {row['own_s']} | {row['cumulative_s']} |" for row in p["top"]),
         "",
         "Reading it: a copied record costs its share of a `consume` call, one `produce` call into librdkafka,",
-        "one pass through our loop (`copier._handle`, `writer.produce`) and one delivery report",
-        "(`writer.on_delivery`, which the exact source -> target offset mapping needs). This per-record",
-        "Python work is what separates ours from the brokers' limit at 100 B records; the bookkeeping that",
-        "used to run per record (latency statistics, offset runs, counters) is done per batch of records.",
+        "one pass through our loop (`copier._copy_records`; `copier._handle` only splits what `consume`",
+        "returned into runs of one partition) and one delivery report (`writer._reporter`'s `delivered`,",
+        "which the exact source -> target offset mapping needs). The bookkeeping that used to run per record",
+        "(latency statistics, offset runs, counters, the partition's state and target) is done per run of",
+        "records. Outside cProfile the delivery report is a small share: a producer alone sending 500,000",
+        "records of 100 B (ad hoc, 2026-11-27) spent 1.3-1.6 us of CPU per record without a delivery",
+        "callback and 1.5-1.75 us with one; an empty header list instead of none added 0.1-0.2 us.",
         "",
     ]
     return lines

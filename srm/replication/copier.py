@@ -243,48 +243,82 @@ class CopyLoop:
             log.debug("waking the fetchers of %s failed: %s", self.job.source.alias, exc)
 
     def _handle(self, messages: list[Any]) -> None:
-        """The per-record path (profiled in bench/REPORT.md): only what each record needs here;
-        counts, sizes and ages are added up per partition after the loop."""
+        """The per-record path (profiled in bench/REPORT.md): ``consume`` hands out each partition's
+        records in runs, as they were fetched, so a partition's state, target and producer are looked
+        up once per run, and counts, sizes and ages are added up per run."""
         polled_ms = time.time() * 1000
-        produce = self.writer.produce
-        provenance = self.provenance
-        states = self.states
-        # state -> where this call's records start in state.produced and state.stamps
-        touched: dict[PartitionState, tuple[int, int]] = {}
-        for message in messages:
-            state = states.get((message.topic(), message.partition()))
-            if state is None or state.done:
-                continue
+        start, topic, partition = 0, "", -1
+        for i, message in enumerate(messages):
+            if message.partition() != partition or message.topic() != topic:
+                if i:
+                    self._copy_run(self.states.get((topic, partition)), messages[start:i], polled_ms)
+                start, topic, partition = i, message.topic(), message.partition()
+        if messages:
+            self._copy_run(self.states.get((topic, partition)), messages[start:], polled_ms)
+
+    def _copy_run(self, state: PartitionState | None, run: list[Any], polled_ms: float) -> None:
+        """Copy a run of one partition's records (and events), in order."""
+        if state is None or state.done:
+            return
+        produced, stamps = state.produced, state.stamps
+        first, first_stamp = len(produced), len(stamps)
+        size = self._copy_records(state, run)
+        moved = len(produced) - first
+        if moved:
+            self.writer.produced(moved, size)
+            state.result.copied(produced[first], state.next_offset - 1, moved, size)
+            state.result.record_age.add_ages(polled_ms, stamps[first_stamp:])
+
+    def _copy_records(self, state: PartitionState, run: list[Any]) -> int:  # noqa: C901 - the per-record loop, see below
+        """The records of ``run`` produced to the target (the writer's part of the record path
+        inlined: a Python call per record is a share of the copy's time that shows, bench/REPORT.md
+        "Profile"); the size of their values."""
+        writer, provenance = self.writer, self.provenance
+        r = state.range
+        end, target_topic, partition = r.end, r.target_topic, r.partition
+        produce, report = writer.producer.produce, writer.reporters[state]
+        produced, stamps = state.produced, state.stamps
+        size = 0
+        for message in run:
             error = message.error()
             if error is not None:
                 self._event(state, message, error)
+                if state.done:
+                    break
                 continue
             offset = message.offset()
-            end = state.range.end
             if offset >= end:
                 self._finish(state, end)
-                continue
-            # None only from the provenance rule: the record came from the target or is past the hop limit.
-            headers = (message.headers() or []) if provenance is None else provenance.headers(message.headers())
-            if headers is None:  # not copied: a gap in the runs, as an aborted record
-                self._advance(state, offset, end)
-                continue
-            if state not in touched:
-                touched[state] = (len(state.produced), len(state.stamps))
-                if state.result.first_offset < 0:
-                    state.result.first_offset = offset
-            state.result.bytes += produce(state, message, offset, message.timestamp()[1], headers)
-            self._advance(state, offset, end)
-        for state, (first, first_stamp) in touched.items():
-            result = state.result
-            result.last_offset = state.next_offset - 1
-            result.records += len(state.produced) - first
-            result.record_age.add_ages(polled_ms, state.stamps[first_stamp:])
-
-    def _advance(self, state: PartitionState, offset: int, end: int) -> None:
-        state.next_offset = offset + 1
-        if offset + 1 >= end:
-            self._finish(state, end)
+                break
+            headers = message.headers()  # None for none: an empty list costs the producer an allocation
+            # The provenance rule says None for a record that came from the target or is past the hop
+            # limit: it is not copied, a gap in the runs, as an aborted record.
+            if provenance is None or (headers := provenance.headers(headers)) is not None:
+                if not writer.in_transaction:
+                    writer.begin_with(state)
+                value, timestamp = message.value(), message.timestamp()[1]
+                try:
+                    produce(
+                        target_topic,
+                        value,
+                        key=message.key(),
+                        partition=partition,
+                        on_delivery=report,
+                        timestamp=timestamp if timestamp > 0 else 0,  # 0: now, for a record without one
+                        headers=headers,
+                    )
+                except Exception as exc:
+                    writer.send_again(state, message, timestamp, headers, exc)
+                produced.append(offset)
+                if timestamp > 0:
+                    stamps.append(timestamp)
+                if value:
+                    size += len(value)
+            state.next_offset = offset + 1
+            if offset + 1 >= end:
+                self._finish(state, end)
+                break
+        return size
 
     def _event(self, state: PartitionState, message: Any, error: Any) -> None:
         name = error.name()

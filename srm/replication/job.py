@@ -117,6 +117,14 @@ class PartitionResult:
     started_ms: int = 0
     finished_ms: int = 0
 
+    def copied(self, first_offset: int, last_offset: int, records: int, size: int) -> None:
+        """``records`` more records copied, ``size`` bytes of values, up to source offset ``last_offset``."""
+        if self.first_offset < 0:
+            self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.records += records
+        self.bytes += size
+
     def row(self) -> dict[str, Any]:
         """The metrics-table shape (statistics flattened)."""
         skip = ("runs", "losses", "record_age", "latency")

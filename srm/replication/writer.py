@@ -165,6 +165,7 @@ class TargetWriter:
             routed.router.sink = self
         self.target_consumer = cache.client(("target", job.flow.name), self._build_target_consumer)
         self.by_target: dict[tuple[str, int], PartitionState] = {}
+        self.reporters: dict[PartitionState, Callable[[Any, Any], None]] = {}
         self.in_transaction = False
         self.chunk_records = 0
         self.chunk_bytes = 0
@@ -208,61 +209,72 @@ class TargetWriter:
 
     def track(self, states: list[PartitionState]) -> None:
         self.by_target = {s.target: s for s in states}
+        self.reporters = {s: self._reporter(s) for s in states}
 
     # --- records -----------------------------------------------------------------------------
-    def produce(self, state: PartitionState, message: Any, offset: int, timestamp: int, headers: Any) -> int:
-        """Write one source record to the same partition of the target with ``headers`` (the record's
-        own, or with provenance), CreateTime kept (the copy loop's per-record path: keep it lean, see
-        bench/REPORT.md "Profile"). Returns the value's size."""
+    # The copy loop produces the records itself (srm.replication.copier, its per-record path kept
+    # lean, see bench/REPORT.md "Profile"): each to the same partition of the target with its key,
+    # value, headers and CreateTime, its delivery report to ``reporters[state]``, after
+    # ``begin_with`` and with ``send_again`` when the producer refuses it; then ``produced``.
+    def begin_with(self, state: PartitionState) -> None:
+        """Open a transaction for records of ``state`` (the first of the transaction)."""
+        self._begin()
+        self._open_history(state)
+
+    def send_again(self, state: PartitionState, message: Any, timestamp: int, headers: Any, exc: Exception) -> None:
+        """The producer refused a record with ``exc``: produce it once its local queue has room,
+        else raise what the failure means."""
         value = message.value()
-        value_size = len(value) if value else 0
-        if not self.in_transaction:
-            self._begin()
-            self._open_history(state)
-        r = state.range
-        while True:
+        while isinstance(exc, BufferError):  # local queue full: let delivery reports drain it
+            self.producer.poll(0.05)
             try:
                 self.producer.produce(
-                    r.target_topic,
+                    state.range.target_topic,
                     value,
                     key=message.key(),
-                    partition=r.partition,
-                    timestamp=timestamp if timestamp > 0 else 0,  # 0: now, for a record without one
+                    partition=state.range.partition,
+                    on_delivery=self.reporters[state],
+                    timestamp=timestamp if timestamp > 0 else 0,
                     headers=headers,
                 )
-                break
-            except BufferError:  # local queue full: let delivery reports drain it
-                self.producer.poll(0.05)
-            except Exception as exc:
-                if self.exactly_once and code_name(kafka_error(exc)) == "_STATE":
-                    # A failed transaction refuses every later record ("Erroneous state"): the
-                    # cause is in a delivery report, received already or still to come; _flush
-                    # collects it and raises it instead. (Never after a fatal error: fenced.)
-                    self._flush()
-                raise self._record_error(exc, state, offset, value_size) from None
-        state.produced.append(offset)
-        if timestamp > 0:
-            state.stamps.append(timestamp)
-        self.chunk_records += 1
-        self.chunk_bytes += value_size
-        return value_size
+                return
+            except Exception as again:
+                exc = again
+        if self.exactly_once and code_name(kafka_error(exc)) == "_STATE":
+            # A failed transaction refuses every later record ("Erroneous state"): the cause is in
+            # a delivery report, received already or still to come; _flush collects it and raises
+            # it instead. (Never after a fatal error: fenced.)
+            self._flush()
+        raise self._record_error(exc, state, message.offset(), len(value) if value else 0) from None
+
+    def produced(self, records: int, size: int) -> None:
+        """The copy loop produced ``records`` more records of ``size`` bytes of values in all."""
+        self.chunk_records += records
+        self.chunk_bytes += size
+
+    def _reporter(self, state: PartitionState) -> Callable[[Any, Any], None]:
+        """The delivery report callback of the records of ``state``: a record's own callback (given
+        with each ``produce``) spares the producer-wide one's lookup of its partition."""
+        acked = state.acked
+
+        def delivered(error: Any, message: Any) -> None:
+            if error is None:
+                acked.append(message.offset())
+            else:
+                self._undelivered(state, error, message)
+
+        return delivered
 
     def on_delivery(self, error: Any, message: Any) -> None:
-        state = self.by_target.get((message.topic(), message.partition()))
-        if state is None:  # the history record or an MM2 sync
-            if (
-                error is None
-                and message.topic() == self.job.history_topic
-                and self.history_mark.acked(message.offset())
-            ):
-                log.warning(
-                    "%s: history topic %s starts again at offset %d (it was recreated); progress records follow",
-                    *(self._slot, self.job.history_topic, message.offset()),
-                )
-            return
-        if error is None:
-            state.acked.append(message.offset())
-            return
+        """The producer-wide delivery reports: those of the history records and the MM2 syncs
+        (records of the copy have their own, ``reporters``)."""
+        if error is None and message.topic() == self.job.history_topic and self.history_mark.acked(message.offset()):
+            log.warning(
+                "%s: history topic %s starts again at offset %d (it was recreated); progress records follow",
+                *(self._slot, self.job.history_topic, message.offset()),
+            )
+
+    def _undelivered(self, state: PartitionState, error: Any, message: Any) -> None:
         # A broker rejects a whole batch of records at once: name the largest one, which for
         # "record too large" is the culprit.
         source_offset = state.produced[len(state.acked)] if len(state.acked) < len(state.produced) else -1
