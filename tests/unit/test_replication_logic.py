@@ -195,6 +195,19 @@ def test_latency_stats_in_bulk() -> None:
     assert 450 <= (big.percentile(50) or 0) <= 550
 
 
+def test_latency_sample_is_spread_evenly_over_batches_of_any_size() -> None:
+    """The sample is every stride-th value across batch boundaries: with the ages 0..99,999 (age =
+    position) in batches of uneven sizes, every percentile is within a stride of the exact one."""
+    stats, position, sizes = LatencyStats(), 0, [1, 7, 1_000, 3, 4_096, 13, 20_000, 2, 999]
+    while position < 100_000:
+        size = min(sizes[position % len(sizes)], 100_000 - position)
+        stats.add_ages(0.0, [-age for age in range(position, position + size)])
+        position += size
+    assert stats.count == 100_000 and stats.maximum == 99_999
+    for q in (1, 25, 50, 75, 95, 99):
+        assert abs((stats.percentile(q) or 0) - q * 1_000) <= 32  # the stride: 100,000 / 4,096 -> 32
+
+
 def test_user_error_finds_our_error_inside_spark_output() -> None:
     text = (
         "[STREAM_FAILED] Query terminated with exception: ...\nTraceback (most recent call last):\n"
