@@ -191,6 +191,12 @@ class JoinLeave(threading.Thread):
             time.sleep(0.3)
 
 
+# Between two rounds of sync_rounds: 100 rounds then span several of JoinLeave's visits (each up to
+# ~4 s). Unpaced, 100 rounds took ~1.5 s here, which could all fall into the consumer's first join,
+# so the sync never saw the group idle.
+ROUND_PAUSE_S = 0.08
+
+
 def sync_rounds(admin: Any, checkpoints: list[Checkpoint], group: str, rounds: int) -> tuple[list[float], list[dict]]:
     """``rounds`` rounds of offset sync while the source group keeps moving; write times and offsets seen."""
     writes: list[float] = []
@@ -209,6 +215,7 @@ def sync_rounds(admin: Any, checkpoints: list[Checkpoint], group: str, rounds: i
         if group in sync_group_offsets(admin, moving).synced:
             writes.append(time.monotonic())
         seen.append({k: v.offset for k, v in group_offsets(admin, [group])[group].offsets.items()})
+        time.sleep(ROUND_PAUSE_S)
     return writes, seen
 
 
