@@ -41,18 +41,14 @@ class LatencyStats:
         low, high = now_ms - max(timestamps_ms), now_ms - min(timestamps_ms)
         self.minimum = low if self.minimum is None or low < self.minimum else self.minimum
         self.maximum = high if self.maximum is None or high > self.maximum else self.maximum
-        while len(self._sample) + n // self._stride >= SAMPLE_SIZE:  # a large batch: thin out first
-            self._thin()
+        # Thinned before the batch is added, so at most SAMPLE_SIZE values are ever held: the batch
+        # adds at most n // stride + 1. Thinning keeps the values at the multiples of twice the stride.
+        while len(self._sample) + n // self._stride >= SAMPLE_SIZE:
+            self._sample = self._sample[::2]
+            self._stride *= 2
         # The batch's first value has position ``before``: the first one sampled is the next
         # multiple of the stride.
         self._sample.extend(now_ms - t for t in timestamps_ms[-before % self._stride :: self._stride])
-        if len(self._sample) > SAMPLE_SIZE:
-            self._thin()
-
-    def _thin(self) -> None:
-        """Keep every other value: those at the multiples of twice the stride."""
-        self._sample = self._sample[::2]
-        self._stride *= 2
 
     @property
     def average(self) -> float | None:
