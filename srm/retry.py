@@ -67,7 +67,7 @@ def _retriable(error: object) -> bool:
         "COORDINATOR_NOT_AVAILABLE",
         "NOT_COORDINATOR",
         "LEADER_NOT_AVAILABLE",
-        "NOT_LEADER_OR_FOLLOWER",
+        "NOT_LEADER_FOR_PARTITION",  # librdkafka's name of Kafka's NOT_LEADER_OR_FOLLOWER
         "_TIMED_OUT",
         "REQUEST_TIMED_OUT",
         "_TRANSPORT",

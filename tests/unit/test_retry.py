@@ -31,6 +31,15 @@ def test_retriable_errors_are_retried_until_the_call_succeeds() -> None:
     assert len(calls) == 3
 
 
+def test_a_partition_without_its_leader_yet_is_retried() -> None:
+    """Right after a topic is created (or its leader moves) listing its offsets fails with Kafka's
+    NOT_LEADER_OR_FOLLOWER, which librdkafka names NOT_LEADER_FOR_PARTITION and does not flag retriable."""
+    assert not KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION).retriable()
+    calls, call = failing([KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE])
+    assert retrying(call, "cannot list offsets of srm-offset-syncs.internal") == "ok"
+    assert len(calls) == 3
+
+
 def test_other_errors_fail_at_once_naming_the_call() -> None:
     calls, call = failing([KafkaError.GROUP_AUTHORIZATION_FAILED])
     with pytest.raises(SrmError, match="offsets of group g: ") as raised:
