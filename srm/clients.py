@@ -28,9 +28,16 @@ LIBRDKAFKA_LOG = logging.getLogger("srm.librdkafka")
 LIBRDKAFKA_LOG.setLevel(logging.ERROR)
 
 
+# Kafka's Java clients and its brokers set TCP_NODELAY on every connection; librdkafka leaves
+# Nagle's algorithm on unless told. With it on, a small request written while an earlier one on
+# the same connection is not yet acknowledged waits for that ACK. Layered first: a connection's
+# extra or a cluster's ``client`` block may set it back.
+BASE_SETTINGS: dict[str, Any] = {"socket.nagle.disable": True}
+
+
 def client_settings(cluster: Cluster, role: Role, **overrides: Any) -> dict[str, Any]:
     """librdkafka settings for one client of ``cluster``. The result holds plain secrets: never log it."""
-    settings: dict[str, Any] = {}
+    settings: dict[str, Any] = dict(BASE_SETTINGS)
     if cluster.connection_id:
         settings.update(connection_settings(cluster.connection_id))
     if cluster.bootstrap_servers:

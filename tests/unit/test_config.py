@@ -247,6 +247,19 @@ def test_file_references_read_a_properties_file(tmp_path: Path) -> None:
     assert client_settings(config.cluster("b"), "admin")["sasl.password"] == "from-file"
 
 
+def test_clients_disable_nagle_as_kafkas_own_clients_do_unless_a_cluster_says_otherwise() -> None:
+    config = parse("""
+clusters:
+  a: {bootstrap.servers: "127.0.0.1:1"}
+  b: {bootstrap.servers: "127.0.0.1:2", client: {socket.nagle.disable: false}}
+flows:
+  - {source: a, target: b}
+""")
+    for role in ("producer", "consumer", "admin"):
+        assert client_settings(config.cluster("a"), role)["socket.nagle.disable"] is True
+        assert str(client_settings(config.cluster("b"), role)["socket.nagle.disable"]).lower() == "false"
+
+
 def test_airflow_connection_supplies_bootstrap_and_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_KAFKA_EAST",
