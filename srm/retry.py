@@ -68,10 +68,6 @@ def _retriable(error: object) -> bool:
         "NOT_COORDINATOR",
         "LEADER_NOT_AVAILABLE",
         "NOT_LEADER_FOR_PARTITION",  # librdkafka's name of Kafka's NOT_LEADER_OR_FOLLOWER
-        # The client's metadata names an older or newer leader epoch than the broker's (after a
-        # restart or a leader change): answered again once librdkafka refreshed its metadata.
-        "FENCED_LEADER_EPOCH",
-        "UNKNOWN_LEADER_EPOCH",
         "_TIMED_OUT",
         "REQUEST_TIMED_OUT",
         "_TRANSPORT",

@@ -40,14 +40,6 @@ def test_a_partition_without_its_leader_yet_is_retried() -> None:
     assert len(calls) == 3
 
 
-def test_a_stale_leader_epoch_after_a_broker_restart_is_retried() -> None:
-    """Listing offsets right after the target's broker restarted answered FENCED_LEADER_EPOCH
-    ('Leader epoch is older than broker epoch'), not flagged retriable by librdkafka."""
-    calls, call = failing([KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH])
-    assert retrying(call, "cannot list offsets of srm-offset-syncs.internal") == "ok"
-    assert len(calls) == 3
-
-
 def test_other_errors_fail_at_once_naming_the_call() -> None:
     calls, call = failing([KafkaError.GROUP_AUTHORIZATION_FAILED])
     with pytest.raises(SrmError, match="offsets of group g: ") as raised:
