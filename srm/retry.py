@@ -19,6 +19,18 @@ T = TypeVar("T")
 RETRY_FOR_S = 30.0
 BACKOFF_S = 0.2  # the first wait; doubled after each attempt, up to MAX_BACKOFF_S
 MAX_BACKOFF_S = 2.0
+# Retried besides what librdkafka flags retriable, by librdkafka's names (KafkaError.name()).
+RETRIABLE = (
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",  # librdkafka's name of Kafka's NOT_LEADER_OR_FOLLOWER
+    "_TIMED_OUT",
+    "REQUEST_TIMED_OUT",
+    "_TRANSPORT",
+    "_ALL_BROKERS_DOWN",
+)
 
 
 def needs(admin: Any, operation: str, resource: str) -> str:
@@ -61,15 +73,4 @@ def _retriable(error: object) -> bool:
     retriable = getattr(error, "retriable", None)
     if callable(retriable) and retriable():
         return True
-    name = getattr(error, "name", lambda: "")()
-    return name in (
-        "COORDINATOR_LOAD_IN_PROGRESS",
-        "COORDINATOR_NOT_AVAILABLE",
-        "NOT_COORDINATOR",
-        "LEADER_NOT_AVAILABLE",
-        "NOT_LEADER_FOR_PARTITION",  # librdkafka's name of Kafka's NOT_LEADER_OR_FOLLOWER
-        "_TIMED_OUT",
-        "REQUEST_TIMED_OUT",
-        "_TRANSPORT",
-        "_ALL_BROKERS_DOWN",
-    )
+    return getattr(error, "name", lambda: "")() in RETRIABLE

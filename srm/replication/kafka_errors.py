@@ -46,7 +46,7 @@ def write_error(
     target, source = target_cluster.alias, source_cluster.alias
     principal = target_cluster.principal()
     where = f"topic {topic!r} partition {partition} offset {offset}"
-    if name in ("MSG_SIZE_TOO_LARGE", "RECORD_TOO_LARGE"):
+    if name == "MSG_SIZE_TOO_LARGE":  # librdkafka's name of Kafka's RECORD_TOO_LARGE
         return ReplicationError(
             f"record too large for the target: {where} on {source} is {size} bytes and {target_topic!r} on {target} "
             f"refused it. Raise max.message.bytes of topic {target_topic!r} on {target} (or message.max.bytes of its "

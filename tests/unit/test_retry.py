@@ -40,6 +40,18 @@ def test_a_partition_without_its_leader_yet_is_retried() -> None:
     assert len(calls) == 3
 
 
+def test_every_error_name_matched_on_is_one_librdkafka_gives() -> None:
+    """Error lists compare KafkaError.name(): a name librdkafka never gives (Kafka's own
+    NOT_LEADER_OR_FOLLOWER, say) would never match, and the error would be handled as unknown."""
+    from srm.offsets import groups
+    from srm.replication import kafka_errors, writer
+    from srm.retry import RETRIABLE
+
+    given = {KafkaError(code).name() for name, code in vars(KafkaError).items() if isinstance(code, int)}
+    lists = [RETRIABLE, writer.TRANSIENT, writer.PURGED, kafka_errors.KNOWN_WRITE_ERRORS, groups.RETRIABLE]
+    assert [name for names in lists for name in names if name not in given] == []
+
+
 def test_other_errors_fail_at_once_naming_the_call() -> None:
     calls, call = failing([KafkaError.GROUP_AUTHORIZATION_FAILED])
     with pytest.raises(SrmError, match="offsets of group g: ") as raised:
