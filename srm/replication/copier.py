@@ -63,6 +63,7 @@ CONSUMER_SETTINGS = {
     "fetch.error.backoff.ms": 10,
 }
 WAKE_TIMEOUT_S = 5.0
+FILL_WAIT_S = 0.001  # CopyLoop.fill: longest wait for acknowledgements before looking for records
 RETENTION = "were removed from the source (retention or deleted records) before they were copied"
 GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
@@ -187,6 +188,18 @@ class CopyLoop:
             self._handle(messages)
         self.writer.producer.poll(0)
         return len(messages)
+
+    def fill(self, until: float) -> None:
+        """Continuous: copy what arrives while the open transaction's records are on their way to
+        the target into that transaction, until they are all acknowledged (or ``until``, a
+        monotonic time). A record arriving then is written at once and committed with them,
+        instead of waiting for their acknowledgement, the commit, and a transaction of its own."""
+        states = self.states.values()
+        in_flight = sum(len(s.produced) for s in states)
+        flush = self.writer.producer.flush
+        while sum(len(s.acked) for s in states) < in_flight and time.monotonic() < until:
+            self.step(0.0)
+            flush(FILL_WAIT_S)  # sends now what step() produced (a flush does not linger)
 
     def commit(self, *, settle: Iterable[Key] = ()) -> None:
         """Commit what was copied; ``settle``: and a plain progress record of these partitions
