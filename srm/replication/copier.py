@@ -193,13 +193,16 @@ class CopyLoop:
         """Continuous: copy what arrives while the open transaction's records are on their way to
         the target into that transaction, until they are all acknowledged (or ``until``, a
         monotonic time). A record arriving then is written at once and committed with them,
-        instead of waiting for their acknowledgement, the commit, and a transaction of its own."""
-        states = self.states.values()
-        in_flight = sum(len(s.produced) for s in states)
+        instead of waiting for their acknowledgement, the commit, and a transaction of its own.
+
+        A partition's acknowledgements come in the order its records were produced, so its
+        records from before the fill are all acknowledged once it has as many as it had records."""
+        waiting = [(s.acked, len(s.produced)) for s in self.states.values() if len(s.acked) < len(s.produced)]
         flush = self.writer.producer.flush
-        while sum(len(s.acked) for s in states) < in_flight and time.monotonic() < until:
+        while waiting and time.monotonic() < until:
             self.step(0.0)
             flush(FILL_WAIT_S)  # sends now what step() produced (a flush does not linger)
+            waiting = [(acked, count) for acked, count in waiting if len(acked) < count]
 
     def commit(self, *, settle: Iterable[Key] = ()) -> None:
         """Commit what was copied; ``settle``: and a plain progress record of these partitions

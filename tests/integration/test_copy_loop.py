@@ -63,8 +63,12 @@ def test_records_arriving_while_a_transaction_is_acknowledged_join_it(
             loop.step(0.5)
         produce(env.west, topic, sequenced(1, 50, start=100))
         time.sleep(2)  # the consumer fetches them meanwhile; the producer's reports wait, unread
-        loop.fill(time.monotonic() + 10)
+        loop.fill(time.monotonic())  # the transaction's interval is over: nothing more joins it
+        assert len(state.produced) == 100
+        until = time.monotonic() + 10
+        loop.fill(until)
         assert len(state.produced) == 150
+        assert time.monotonic() < until, "the fill ran to its deadline instead of ending with the acknowledgements"
         assert commit_or_rewind(loop)
     finally:
         loop.close()
