@@ -46,8 +46,8 @@ RUN useradd --uid ${SRM_UID} --gid 0 --home-dir /opt/srm --no-create-home --shel
 COPY requirements.lock ./
 RUN python3 -m venv .venv \
     && .venv/bin/python -m pip install -q --no-cache-dir uv==${UV_VERSION} \
-    && uv pip install -q --no-cache --python .venv/bin/python -r requirements.lock \
-    && uv pip install -q --no-cache --python .venv/bin/python --no-deps --reinstall-package pyspark pyspark==4.3.0 \
+    && uv pip install -q --no-cache --compile-bytecode --python .venv/bin/python -r requirements.lock \
+    && uv pip install -q --no-cache --compile-bytecode --python .venv/bin/python --no-deps --reinstall-package pyspark pyspark==4.3.0 \
     && python -c 'import pyspark, airflow, confluent_kafka, psycopg2; assert pyspark.__version__ == "4.3.0"'
 COPY --from=jars /jars/kafka .cache/jvm/kafka
 COPY pyproject.toml README.md ./
@@ -57,7 +57,7 @@ COPY spark spark
 COPY dags dags
 COPY plugins plugins
 COPY conf conf
-RUN uv pip install -q --no-cache --python .venv/bin/python --no-deps -e . \
+RUN uv pip install -q --no-cache --compile-bytecode --python .venv/bin/python --no-deps -e . \
     && mkdir -p data/warehouse data/checkpoints .local /opt/airflow /var/lib/kafka/data /var/lib/kafka/config \
     && chown -R srm:0 data .local /opt/airflow /var/lib/kafka && chmod -R g+w data .local /opt/airflow /var/lib/kafka
 USER srm

@@ -38,6 +38,14 @@ DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 ti
 # such pauses to avoid, and the floor kept ~100 MiB more of its driver resident (peak PSS of
 # bench.available_now at 100 B: 827-845 MiB without it, 931-947 with it, 2026-11-27).
 DRIVER_HEAP_FLOOR = "384m"
+# A continuous job's driver compiles with C1 only (HotSpot's quick compiler, no profiling, no C2).
+# The driver's JVM idles while a lease runs (the copying is in the Python workers) and runs the
+# same code once per lease change, so its methods reach the next tier's thresholds lease after
+# lease: with tiered compilation C2 took a whole core for ~300 ms at every change (perf, the 4th
+# and 5th lease of a run: 199-249 of ~1,400 samples in 0.9 s, the brokers and copiers waiting
+# for the CPU). With C1 alone, 19-28. At 50,000 records/s with 10 s leases, four alternating
+# pairs of bench.latency runs: p99 13.5-15.6 ms against 16.6-19.5 (bench/REPORT.md, "Latency").
+LEASE_DRIVER_JVM_OPTIONS = (f"-Xms{DRIVER_HEAP_FLOOR}", "-XX:TieredStopAtLevel=1")
 # spark/replicate.py's --mode: continuous (leases, until stopped; its default) or one bounded pass.
 REPLICATION_MODES = ("continuous", "available-now")
 MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
@@ -344,10 +352,13 @@ def spark_submit_command(
 
 def driver_java_options(script: str = "", args: Sequence[str] = ()) -> str:
     """The driver JVM's options for ``spark/<script> args``: the project's Log4j2 configuration,
-    and the heap floor for a continuous replication job (DRIVER_HEAP_FLOOR)."""
+    and for a continuous replication job the heap floor (DRIVER_HEAP_FLOOR) and C1 alone
+    (LEASE_DRIVER_JVM_OPTIONS)."""
     log4j = project_root() / "conf" / "jvm" / "spark-log4j2.properties"
-    options = f"-Dlog4j2.configurationFile={log4j}"
-    return f"{options} -Xms{DRIVER_HEAP_FLOOR}" if holds_leases(script, args) else options
+    options = [f"-Dlog4j2.configurationFile={log4j}"]
+    if holds_leases(script, args):
+        options += LEASE_DRIVER_JVM_OPTIONS
+    return " ".join(options)
 
 
 def holds_leases(script: str, args: Sequence[str]) -> bool:

@@ -161,10 +161,11 @@ def test_settings_in_an_airflow_connection_cannot_reach_remote_executors() -> No
 
 
 @pytest.mark.parametrize("master", ["local[2]", "spark://10.0.0.5:7077"])
-def test_a_continuous_replication_driver_starts_with_the_heap_floor_and_the_project_logging(master: str) -> None:
+def test_a_continuous_replication_driver_starts_with_the_heap_floor_c1_and_the_project_logging(master: str) -> None:
     command = spark_submit_command("replicate.py", ["--mode", "continuous"], master)
     options = command[command.index("--driver-java-options") + 1].split()
     assert f"-Xms{DRIVER_HEAP_FLOOR}" in options
+    assert "-XX:TieredStopAtLevel=1" in options
     log4j = next(o.split("=", 1)[1] for o in options if o.startswith("-Dlog4j2.configurationFile="))
     assert Path(log4j).is_file()
 
@@ -183,6 +184,7 @@ def test_only_a_continuous_replication_job_holds_its_driver_heap(script: str, ar
     command = spark_submit_command(script, args, "local[2]")
     options = command[command.index("--driver-java-options") + 1].split()
     assert (f"-Xms{DRIVER_HEAP_FLOOR}" in options) is floor
+    assert ("-XX:TieredStopAtLevel=1" in options) is floor  # available-now's JVM keeps C2
     assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
 
 
