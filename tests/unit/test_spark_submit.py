@@ -200,4 +200,6 @@ def test_an_airflow_run_gives_the_driver_its_floor_by_the_mode_it_was_started_wi
         application="/srm/spark/replicate.py",
         application_args=["--source", "a", "--target", "b", "--mode", mode],  # as rendered for the run
     )
-    assert (f"-Xms{DRIVER_HEAP_FLOOR}" in task.driver_java_options().split()) is floor
+    options = task.driver_java_options().split()
+    assert (f"-Xms{DRIVER_HEAP_FLOOR}" in options) is floor
+    assert ("-XX:TieredStopAtLevel=1" in options) is floor
