@@ -44,11 +44,11 @@ RUN useradd --uid ${SRM_UID} --gid 0 --home-dir /opt/srm --no-create-home --shel
 # Dependencies first (the longest layer, rebuilt only when the lock changes); pyspark after the rest,
 # as `make install` does: the Spark provider's pyspark-client writes into the same folder.
 COPY requirements.lock ./
-# The last install compiles all of site-packages to bytecode (uv writes none unless asked; the image's
+# The packages are compiled to bytecode as they are installed (uv writes none unless asked; the image's
 # user cannot write it at run time, so each process would compile its imports from source).
 RUN python3 -m venv .venv \
     && .venv/bin/python -m pip install -q --no-cache-dir uv==${UV_VERSION} \
-    && uv pip install -q --no-cache --python .venv/bin/python -r requirements.lock \
+    && uv pip install -q --no-cache --compile-bytecode --python .venv/bin/python -r requirements.lock \
     && uv pip install -q --no-cache --compile-bytecode --python .venv/bin/python --no-deps --reinstall-package pyspark pyspark==4.3.0 \
     && python -c 'import pyspark, airflow, confluent_kafka, psycopg2; assert pyspark.__version__ == "4.3.0"'
 COPY --from=jars /jars/kafka .cache/jvm/kafka

@@ -25,15 +25,15 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed, found " + sys.version'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q uv==$(UV_VERSION)
-	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
+	@# --compile-bytecode on each install of packages: uv writes no bytecode otherwise, and where
+	@# PYTHONDONTWRITEBYTECODE is set every process would compile its imports from source
+	@# (bench/REPORT.md, 2026-11-28). It compiles what that step installed, not the editable project.
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.lock
 	@# pyspark after everything else: apache-airflow-providers-apache-spark pulls pyspark-client,
 	@# which installs into the same pyspark/ folder. Reinstalling pyspark makes its files win;
 	@# never uninstall pyspark-client afterwards (its file list would delete pyspark's files).
-	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps --reinstall-package pyspark pyspark==4.3.0
-	@# --compile-bytecode compiles all of site-packages, once, at the last install: uv writes no
-	@# bytecode otherwise, and where PYTHONDONTWRITEBYTECODE is set every process would compile
-	@# its imports from source (bench/REPORT.md, 2026-11-28).
-	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python --no-deps --reinstall-package pyspark pyspark==4.3.0
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	$(BIN)/python -c 'import pyspark, airflow, confluent_kafka; assert pyspark.__version__ == "4.3.0", pyspark.__version__'
 	touch $@
 
