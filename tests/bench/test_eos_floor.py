@@ -1,14 +1,29 @@
 """``python -m bench.eos_floor`` runs its three tools end to end: every one of them copies each record
-of the load once, and the textbook copier in transactions (its figures are measured, never asserted on)."""
+of the load once, and the textbook copier in transactions (its figures are measured, never asserted on);
+no run leaves its load topic or the copy of it on the clusters."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
-from tests.bench.local import run_on_local_clusters
+from srm import clients
+from srm.config import load_config
+from tests.bench.local import ROOT, run_on_local_clusters
+
+
+def load_topics() -> set[str]:
+    """The benchmark's load topics and their copies on the local clusters."""
+    config = load_config(ROOT / "conf/srm.yaml")
+    found = set()
+    for cluster in config.clusters:
+        topics = clients.admin_client(cluster).list_topics(timeout=30).topics
+        found |= {f"{cluster.alias}:{name}" for name in topics if "bench-lat-" in name}
+    return found
 
 
 @pytest.mark.integration
@@ -17,8 +32,17 @@ from tests.bench.local import run_on_local_clusters
 def test_the_floor_benchmark_copies_every_record_once_with_each_tool() -> None:
     command = [sys.executable, "-m", "bench.eos_floor", "--rounds", "1", "--rate", "500"]
     command += ["--seconds", "4", "--warmup-seconds", "1", "--partitions", "3"]
-    run = run_on_local_clusters(command, timeout_s=840)
+    left: set[str] = set()
+
+    @contextmanager
+    def topics_left() -> Iterator[None]:
+        before = load_topics()
+        yield
+        left.update(load_topics() - before)
+
+    run = run_on_local_clusters(command, timeout_s=840, around=topics_left)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert not left, f"the benchmark left its load topics: {sorted(left)}"
     figures = json.loads(run.stdout)
     assert set(figures["runs"]) == {"ours_exactly_once", "textbook_exactly_once", "mirrormaker2"}
     for tool, runs in figures["runs"].items():
