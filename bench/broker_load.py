@@ -3,13 +3,14 @@
     .venv/bin/python -m bench.broker_load [--rate 5000] [--seconds 30] [--warmup-seconds 5] [--partitions 8]
 
 On the local clusters (``make kafka-up``), ours (exactly once, its defaults), Kafka's textbook
-exactly-once copier (``bench.textbook_copier``) and MirrorMaker 2 copy the load of ``bench.latency``
-in turn (``bench.eos_floor``'s tools). While the load runs (the warm-up left out), the target's broker
-is watched: its requests by type (Kafka's ``RequestsPerSec`` counters, read over the JVM's local
-JMX connector, which ``jcmd <pid> ManagementAgent.start_local`` opens), its CPU time, and its young
-collections (``jstat -gc``). Prints JSON per tool: requests per second by type, per 1,000 records
-and (the transactional tools) per transaction, the broker's CPU, and its young collections (how many, ms each,
-seconds apart). Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
+exactly-once copier (``bench.textbook_copier``), the same in Java (transactions v2) and
+MirrorMaker 2 copy the load of ``bench.latency`` in turn (``bench.eos_floor``'s tools). While the
+load runs (the warm-up left out), the target's broker is watched: its requests by type (Kafka's
+``RequestsPerSec`` counters, read over the JVM's local JMX connector, which ``jcmd <pid>
+ManagementAgent.start_local`` opens), its CPU time, and its young collections (``jstat -gc``).
+Prints JSON per tool: requests per second by type, per 1,000 records and (the transactional
+tools) per transaction, the broker's CPU, and its young collections (how many, ms each, seconds
+apart). Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
 
 ``--profile`` also records the target's broker with Java Flight Recorder during each window and
 prints which parts of its work took its CPU and allocation samples (:mod:`bench.broker_profile`);

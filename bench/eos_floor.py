@@ -2,16 +2,17 @@
 
     .venv/bin/python -m bench.eos_floor [--rounds 3] [--rate 5000] [--seconds 30] [--partitions 8]
 
-Each round runs ``bench.latency``'s load (warm-up included) three times on the local clusters
-(``make kafka-up``): ours (exactly once, its defaults), ``bench.textbook_copier`` (Kafka's own
-consume-transform-produce in transactions, with nothing of ours: no Spark, no history, no
-progress, no ownership), and MirrorMaker 2 (at least once, its defaults). Each round starts with
-the next tool, so no tool always runs first or last. Prints JSON: each run's p50/p95/p99/max and
-the records read against those sent (the textbook copier's also the transactions it committed),
-per tool the median of the rounds, and where the tools' logs are kept. The textbook copier's
-figures are what a copier built on Kafka transactions (as librdkafka speaks them) gets here;
-MirrorMaker 2 waits for no commit. Not part of ``make bench``: the report quotes it
-(bench/report.py, TAIL).
+Each round runs ``bench.latency``'s load (warm-up included) once with each of four tools on the
+local clusters (``make kafka-up``): ours (exactly once, its defaults), ``bench.textbook_copier``
+(Kafka's own consume-transform-produce in transactions, with nothing of ours: no Spark, no
+history, no progress, no ownership), the same copier in Java (``bench/TextbookCopier.java``: Kafka's
+own clients, which speak transactions v2, KIP-890 part 2, where librdkafka speaks v1), and
+MirrorMaker 2 (at least once, its defaults). Each round starts with the next tool, so no tool
+always runs first or last. Prints JSON: each run's p50/p95/p99/max and the records read against
+those sent (the textbook copiers' also the transactions they committed), per tool the median of
+the rounds, and where the tools' logs are kept. The textbook copiers' figures are what a copier
+built on Kafka transactions gets here, in either version of the protocol; MirrorMaker 2 waits for
+no commit. Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
 """
 
 from __future__ import annotations
@@ -29,18 +30,22 @@ from srm.paths import local_dir
 FIGURES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 COUNTS = ("records", "sent")
 TEXTBOOK = "textbook_exactly_once"
+TEXTBOOK_JAVA = "textbook_exactly_once_java"
 
 
 def tools(config_path: Path, workdir: Path, partitions: int) -> dict[str, latency.Start]:
+    source, target = latency.clusters(config_path)
     return {
         "ours_exactly_once": latency.start_ours(config_path, workdir),
         TEXTBOOK: lambda topic: replicators.textbook(config_path, workdir, topic, partitions),
+        TEXTBOOK_JAVA: lambda topic: replicators.textbook_java(source, target, workdir, topic, partitions),
         "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, partitions),
     }
 
 
 def committed(workdir: Path) -> int | None:
-    """The transactions the textbook copier that ran last committed, from the line it ends with."""
+    """The transactions the textbook copier that ran last committed, from the line it ends with
+    (both copiers end with the same line)."""
     logs = sorted(workdir.glob("textbook-*.log"), key=lambda path: path.stat().st_mtime)
     pattern = re.escape(textbook_copier.DONE_LINE).replace(re.escape("{}"), r"(\d+)")
     found = re.search(pattern, logs[-1].read_text(errors="replace")) if logs else None
@@ -55,7 +60,7 @@ def measure(config_path: Path, load: latency.Load, rounds: int, workdir: Path) -
         for name, start in starts[round_ % len(starts) :] + starts[: round_ % len(starts)]:
             figures = latency.run_with(start, source, target, load)
             kept = {k: round(figures[k], 1) for k in FIGURES} | {k: figures[k] for k in COUNTS}
-            if name == TEXTBOOK:
+            if name in (TEXTBOOK, TEXTBOOK_JAVA):
                 kept["transactions"] = committed(workdir)
             runs[name].append(kept)
     return dict(load.described()) | {

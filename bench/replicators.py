@@ -6,7 +6,8 @@ regex); ``mirrormaker2`` runs Apache Kafka's MirrorMaker 2 in dedicated mode fro
 jars with its defaults (bench.mm2.mm2_properties) plus ``extra`` properties. Both return the
 process (its own session: stop it with ``stop``) and the source alias, the prefix of the remote
 topics. ``textbook`` runs bench.textbook_copier, Kafka's exactly-once pattern without anything
-of ours, for one topic.
+of ours, for one topic; ``textbook_java`` the same in Java (bench/TextbookCopier.java), with Kafka's
+own clients, which speak transactions v2 where librdkafka speaks v1.
 """
 
 from __future__ import annotations
@@ -66,6 +67,18 @@ def textbook(config_path: Path, workdir: Path, topic: str, partitions: int) -> t
         command, cwd=project_root(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
     )
     return process, alias
+
+
+def textbook_java(
+    source: Cluster, target: Cluster, workdir: Path, topic: str, partitions: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    alias = f"j{uuid.uuid4().hex[:6]}"
+    program = project_root() / "bench" / "TextbookCopier.java"
+    arguments = (source.bootstrap_servers or "", target.bootstrap_servers or "", topic, f"{alias}.{topic}")
+    # The JDK's source launcher compiles and runs the one file: the main class is its path.
+    command = kafka_command(str(program), *arguments, str(partitions), heap="1g")
+    out = (workdir / f"textbook-{alias}.log").open("w")
+    return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True), alias
 
 
 def stop(process: subprocess.Popen[Any]) -> None:
