@@ -49,7 +49,10 @@ def mirrormaker2(
     source: Cluster, target: Cluster, workdir: Path, topics: str, *, tasks: int, extra: tuple[str, ...] = ()
 ) -> tuple[subprocess.Popen[bytes], str]:
     alias = f"m{uuid.uuid4().hex[:6]}"
-    servers = {alias: source.bootstrap_servers or "", f"t{alias}": target.bootstrap_servers or ""}
+    servers = {
+        alias: plaintext_servers(source, "MirrorMaker 2"),
+        f"t{alias}": plaintext_servers(target, "MirrorMaker 2"),
+    }
     props = workdir / f"mm2-{alias}.properties"
     props.write_text(mm2_properties(servers, topics, tasks) + "".join(f"{line}\n" for line in extra))
     out = (workdir / f"mm2-{alias}.log").open("w")
@@ -74,11 +77,26 @@ def textbook_java(
 ) -> tuple[subprocess.Popen[bytes], str]:
     alias = f"j{uuid.uuid4().hex[:6]}"
     program = project_root() / "bench" / "TextbookCopier.java"
-    arguments = (source.bootstrap_servers or "", target.bootstrap_servers or "", topic, f"{alias}.{topic}")
+    servers = (
+        plaintext_servers(source, "the Java textbook copier"),
+        plaintext_servers(target, "the Java textbook copier"),
+    )
+    arguments = (*servers, topic, f"{alias}.{topic}")
     # The JDK's source launcher compiles and runs the one file: the main class is its path.
     command = kafka_command(str(program), *arguments, str(partitions), heap="1g")
     out = (workdir / f"textbook-{alias}.log").open("w")
     return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True), alias
+
+
+def plaintext_servers(cluster: Cluster, tool: str) -> str:
+    """The cluster's bootstrap servers for a JVM tool the benchmarks start with nothing but them."""
+    protocol = str(cluster.client.get("security.protocol", "PLAINTEXT")).upper()
+    if not cluster.bootstrap_servers or protocol != "PLAINTEXT":
+        raise SystemExit(
+            f"clusters.{cluster.alias} ({cluster.describe()}, security.protocol {protocol}): the benchmarks run "
+            f"{tool} on plaintext clusters with bootstrap.servers only"
+        )
+    return cluster.bootstrap_servers
 
 
 def stop(process: subprocess.Popen[Any]) -> None:
