@@ -6,6 +6,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -58,28 +60,21 @@ public class TextbookCopier {
         ConsumerGroupMetadata group = consumer.groupMetadata();
 
         Thread copying = Thread.currentThread();
-        long[] committed = {0};
-        boolean[] stop = {false};
+        AtomicLong committed = new AtomicLong();
+        AtomicBoolean stop = new AtomicBoolean();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            synchronized (stop) {
-                stop[0] = true;
-            }
+            stop.set(true);
             try {
                 copying.join(30_000);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            System.out.println(committed[0] + " transaction(s) committed");
+            System.out.println(committed.get() + " transaction(s) committed");
             System.out.flush();
         }));
 
         int turn = 0;
-        while (true) {
-            synchronized (stop) {
-                if (stop[0]) {
-                    break;
-                }
-            }
+        while (!stop.get()) {
             ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ZERO);
             if (records.isEmpty()) {
                 records = consumer.poll(IDLE_WAIT);
@@ -98,7 +93,7 @@ public class TextbookCopier {
             }
             producer.sendOffsetsToTransaction(positions, group);
             producer.commitTransaction();
-            committed[0]++;
+            committed.incrementAndGet();
             turn = 1 - turn;
         }
         consumer.close();

@@ -216,16 +216,22 @@ def clusters(config_path: Path) -> tuple[Cluster, Cluster]:
 def drop_topics(source: Cluster, target: Cluster, topic: str, remote: str) -> None:
     """Delete a run's load topic and its copy: ~185 MB on each cluster per run at 50,000 records/s
     for 30 s, which filled this machine's disk after a few hundred runs of the benchmarks and the
-    experiments around them (the brokers stopped on a full disk on 2026-11-28). A run whose topics
-    cannot be deleted says so and leaves them; its figures stand."""
-    for cluster, name in ((source, topic), (target, remote)):
-        admin = clients.admin_client(cluster)
+    experiments around them (the brokers stopped on a full disk on 2026-11-28)."""
+    delete_topics(source, [topic])
+    delete_topics(target, [remote])
+
+
+def delete_topics(cluster: Cluster, names: list[str]) -> None:
+    """Delete the benchmark's ``names`` on ``cluster``. One that cannot be deleted (e.g. no DELETE
+    permission on a shared cluster) is said so and left; the figures of its run stand."""
+    if not names:
+        return
+    for name, future in clients.admin_client(cluster).delete_topics(names, operation_timeout=30).items():
         try:
-            admin.delete_topics([name], operation_timeout=30)[name].result(60)
-        except KafkaException as exc:  # e.g. no DELETE permission on a shared cluster
-            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # never made: the run failed early
-                continue
-            print(f"bench.latency: topic {name!r} left on {cluster.alias}: {exc}", file=sys.stderr, flush=True)
+            future.result(60)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:  # else never made: its run failed early
+                print(f"bench: topic {name!r} left on {cluster.alias}: {exc}", file=sys.stderr, flush=True)
 
 
 def start_ours(config_path: Path, workdir: Path, interval_ms: int | None = None) -> Start:

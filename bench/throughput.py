@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench import available_now, mm2
+from bench import available_now, latency, mm2
 from srm import clients
 from srm.config import load_config
 from srm.jvm import kafka_command
@@ -73,11 +73,9 @@ def drop_bench_topics(config_path: Path) -> None:
     config = load_config(config_path)
     flow = config.enabled_flows()[0]
     for alias in (flow.source, flow.target):
-        admin = clients.admin_client(config.cluster(alias))
-        doomed = [t for t in admin.list_topics(timeout=30).topics if "bench-" in t]
-        if doomed:
-            for future in admin.delete_topics(doomed).values():
-                future.result(60)
+        cluster = config.cluster(alias)
+        topics = clients.admin_client(cluster).list_topics(timeout=30).topics
+        latency.delete_topics(cluster, [t for t in topics if "bench-" in t])
 
 
 def spread(values: list[float]) -> dict[str, float]:

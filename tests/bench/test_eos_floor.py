@@ -1,7 +1,6 @@
-"""``python -m bench.eos_floor`` runs its three tools end to end: every one of them copies each record
-of the load once, and the textbook copiers (Python and Java) in transactions (their figures are measured,
-never asserted on);
-no run leaves its load topic or the copy of it on the clusters."""
+"""``python -m bench.eos_floor`` runs its four tools end to end: every one of them copies each record
+of the load once, the textbook copiers (Python and Java) in transactions, and no run leaves its load
+topic or the copy of it on the clusters (the figures are measured, never asserted on)."""
 
 from __future__ import annotations
 
