@@ -226,7 +226,8 @@ def delete_topics(cluster: Cluster, names: list[str]) -> None:
     permission on a shared cluster) is said so and left; the figures of its run stand."""
     if not names:
         return
-    for name, future in clients.admin_client(cluster).delete_topics(names, operation_timeout=30).items():
+    admin = clients.admin_client(cluster)  # held until every future is done: its end fails them
+    for name, future in admin.delete_topics(names, operation_timeout=30).items():
         try:
             future.result(60)
         except KafkaException as exc:
