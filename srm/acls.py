@@ -10,11 +10,12 @@ time and a broker answers TOPIC_AUTHORIZATION_FAILED rather than TOPIC_ALREADY_E
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from srm.config.model import Flow
 from srm.control_lists import CONTROL_TOPIC
+from srm.internal_topics import history_topic_name
 from srm.maintenance.internal import flow_topics
 from srm.replication.kafka_errors import transactional_prefix
 
@@ -93,7 +94,14 @@ def _target_grants(flow: Flow) -> list[Grant]:
 
 def _internal_grants(flow: Flow) -> list[Grant]:
     internal = {(t.cluster, t.name) for t in flow_topics(flow)} | {(flow.target, CONTROL_TOPIC)}
-    return [Grant(c, "TOPIC", "LITERAL", name, INTERNAL, "internal topic") for c, name in sorted(internal)]
+    grants = [Grant(c, "TOPIC", "LITERAL", name, INTERNAL, "internal topic") for c, name in sorted(internal)]
+    history = history_topic_name(flow)  # its ingested records are deleted (srm.offsets.retention)
+    return [
+        replace(g, operations=(*g.operations, "DELETE"), why="internal topic; history prune (DELETE)")
+        if g.name == history
+        else g
+        for g in grants
+    ]
 
 
 def acl_bindings(grants: list[Grant], principal: str) -> list[Any]:

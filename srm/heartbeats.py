@@ -53,8 +53,16 @@ def emit(config: SrmConfig, flow: Flow, duration_s: float) -> int:
         admin = clients.admin_client(cluster)
         ensure_internal_topic(admin, heartbeats_topic(flow, target), broker_count(admin))
         producers[target] = clients.producer(cluster, **{"enable.idempotence": True})
+    try:
+        return _emit_until(flow, pairs, producers, time.monotonic() + duration_s)
+    finally:
+        for producer in producers.values():
+            producer.close()
+
+
+def _emit_until(flow: Flow, pairs: list[tuple[str, str]], producers: dict[str, Any], deadline: float) -> int:
     interval = flow.settings.emit_heartbeats_interval_seconds
-    sent, deadline = 0, time.monotonic() + duration_s
+    sent = 0
     while True:
         now = int(time.time() * 1000)
         for source, target in pairs:

@@ -30,6 +30,10 @@ RETRIABLE = (
     "REQUEST_TIMED_OUT",
     "_TRANSPORT",
     "_ALL_BROKERS_DOWN",
+    # A leader that just restarted answers with an epoch its client has not seen yet: metadata
+    # catches up within a refresh (Kafka's own clients retry both).
+    "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH",
 )
 
 

@@ -13,8 +13,9 @@ import os
 import re
 import socket
 import sys
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +256,9 @@ class ReplicationRun:
     runner: Any
     owner: Any
     released: bool = False
+    # wait() (the job's main thread) and stop() (a signal handler's thread) both release the run;
+    # the owner's producer must not be driven by both at once.
+    _release_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def wait(self) -> None:
         """Until the query ends; its failure becomes the project's own error with the message it carried."""
@@ -279,9 +283,13 @@ class ReplicationRun:
         self._release()
 
     def _release(self) -> None:
-        if self.released:
-            return
-        self.released = True
+        with self._release_lock:
+            if self.released:
+                return
+            self.released = True
+            self._close()
+
+    def _close(self) -> None:
         self.runner.close()
         try:
             self.owner.stop()  # copiers still running (a failed lease) commit and stop

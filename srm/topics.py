@@ -304,3 +304,17 @@ def _check_read(error: Any, where: str) -> None:
             f"reading {where}: {error.str()} ({error.name()}; `srm-control acls --source A "
             "--target B` lists the ACLs a flow needs)"
         )
+
+
+def delete_records_before(admin: Any, topic: str, partition: int, offset: int) -> int:
+    """Delete the records of ``topic``'s ``partition`` below ``offset``; the log-start offset after it."""
+    from confluent_kafka import TopicPartition
+
+    request = [TopicPartition(topic, partition, offset)]
+    results = _admin(
+        lambda: admin.delete_records(request, request_timeout=ADMIN_TIMEOUT_S, operation_timeout=ADMIN_TIMEOUT_S),
+        f"cannot delete records of {topic}[{partition}] below offset {offset}",
+        admin,
+        needs(admin, "DELETE", f"TOPIC {topic!r}"),
+    )
+    return int(next(iter(results.values())).low_watermark)

@@ -3,8 +3,10 @@
 Tables (one folder each under the warehouse root):
 
 - ``replication_metrics``: one row per micro-batch and source partition.
-- ``offset_sync_history``: every offset run the data path committed (the exact sync history that
-  offset translation needs; the compacted MM2 topic forgets it).
+- ``offset_sync_history``: the offset runs the data path committed that translation can still need
+  (the exact sync history; the compacted MM2 topic forgets it), partitioned by flow, each appended
+  chunk sorted by topic, partition and source offset so a lookup reads few row groups; pruned
+  below the source's log-start offsets and rewritten by :mod:`srm.offsets.retention`.
 - ``data_loss``: every range of source offsets that was gone before it could be copied.
 - ``checkpoint_metrics``: per checkpoint pass, group and partition: offsets on both clusters, lag
   on both clusters, and the checkpoint latency (offset read on the source -> checkpoint written).
@@ -42,6 +44,25 @@ TASK_FAILURES = "task_failures"
 METRICS_HOURLY = "replication_metrics_hourly"
 CHECKPOINTS_HOURLY = "checkpoint_metrics_hourly"
 HOUR_MS = 3_600_000
+# Rows per Parquet row group of what the project writes (appends, compactions, rewrites). A scan
+# skips row groups by their statistics. The rows of a metrics file are in the order they were
+# written (time): a one-hour window decodes one or two groups of 64 Ki rows (11 hours of 100
+# partitions' one-minute batches). With delta-rs' default of 1 Mi rows, the one-hour read of a
+# compacted month (bench.rest_metrics' data) took 5x as long. The history's are sorted by topic,
+# partition and source offset: a lookup decodes the groups of its partition.
+ROW_GROUP_ROWS = 65_536
+# Tables written per flow into a folder of their own (Delta partitions): a flow's rewrite never
+# touches another's files, and a scan of one flow skips the others' folders.
+PARTITIONS: dict[str, list[str]] = {SYNC_HISTORY: ["flow"]}
+# The history is rewritten as it is pruned (every few minutes): the files a rewrite replaced are
+# deleted by VACUUM an hour later (long past any reader's scan), and the commit log is kept a day,
+# not Delta's 7 and 30 days, so neither grows with run time beyond that.
+CONFIGURATION: dict[str, dict[str, str]] = {
+    SYNC_HISTORY: {
+        "delta.deletedFileRetentionDuration": "interval 1 hours",
+        "delta.logRetentionDuration": "interval 1 days",
+    }
+}
 
 
 def rollup_app_id(flow: str) -> str:
@@ -190,15 +211,21 @@ class Warehouse:
         opened = self._open(table)
         return opened.transaction_version(app_id) if opened is not None else None
 
-    def append(self, table: str, rows: list[dict[str, Any]], app_id: str, version: int) -> bool:
-        """Append ``rows`` unless ``version`` was already appended for ``app_id``; True if written."""
+    def append(
+        self, table: str, rows: list[dict[str, Any]], app_id: str, version: int, *, sort_by: list[str] | None = None
+    ) -> bool:
+        """Append ``rows`` (sorted by the columns ``sort_by`` first, if given) unless ``version`` was
+        already appended for ``app_id``; True if written."""
         import pyarrow as pa
 
         opened = self._open(table, create=True)
         done = opened.transaction_version(app_id)
         if done is not None and version <= done:
             return False
-        self._commit(opened, pa.Table.from_pylist(rows, schema=_schemas()[table]), app_id, version)
+        data = pa.Table.from_pylist(rows, schema=_schemas()[table])
+        if sort_by:
+            data = data.sort_by([(column, "ascending") for column in sort_by])
+        self._commit(opened, data, app_id, version)
         return True
 
     def advance(self, table: str, data: Any, app_id: str, start: int | None, version: int) -> bool:
@@ -225,7 +252,13 @@ class Warehouse:
         # An empty table first, so that even the first append has a snapshot to check against
         # (CommitFailedError: another writer created it at the same moment).
         with contextlib.suppress(CommitFailedError):
-            DeltaTable.create(self.path(table), _schemas()[table], mode="ignore")
+            DeltaTable.create(
+                self.path(table),
+                _schemas()[table],
+                mode="ignore",
+                partition_by=PARTITIONS.get(table),
+                configuration=CONFIGURATION.get(table),
+            )
         return DeltaTable(self.path(table))
 
     @staticmethod
@@ -236,18 +269,74 @@ class Warehouse:
         from deltalake import CommitProperties, Transaction, write_deltalake
 
         commit = CommitProperties(app_transactions=[Transaction(app_id, version)])
-        write_deltalake(opened, data, mode="append", commit_properties=commit)
+        write_deltalake(opened, data, mode="append", commit_properties=commit, writer_properties=_writer_properties())
 
     def read(self, table: str, **filters: Any) -> list[dict[str, Any]]:
-        """Every row of ``table`` (as dicts) whose columns equal ``filters``; [] if it does not exist."""
+        """The rows of ``table`` (as dicts) whose columns equal ``filters``; [] if it does not exist."""
+        import pyarrow.compute as pc
+
+        where = None
+        for column, value in filters.items():
+            term = pc.field(column) == value
+            where = term if where is None else where & term
+        scanned = self.scan(table, where)
+        return [] if scanned is None else list(scanned.to_pylist())
+
+    def scan(self, table: str, where: Any = None, columns: list[str] | None = None) -> Any:
+        """The rows of ``table`` that match the Arrow expression ``where``, as an Arrow table of
+        ``columns`` (all when None); None if the table does not exist. The filter is pushed into
+        the scan: partitions, files and row groups that cannot match are not read."""
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
         try:
             dataset = DeltaTable(self.path(table)).to_pyarrow_dataset()
         except TableNotFoundError:
-            return []
+            return None
         # Single-threaded on purpose: with pyarrow 26 and deltalake 1.6, a threaded scan leaves
         # a C++ thread pool that aborts the interpreter at exit ("terminate called ...").
-        rows: list[dict[str, Any]] = dataset.to_table(use_threads=False).to_pylist()
-        return [r for r in rows if all(r.get(k) == v for k, v in filters.items())]
+        return dataset.to_table(filter=where, columns=columns, use_threads=False)
+
+    def footprint(self, table: str, flow: str | None = None) -> tuple[int, int]:
+        """(files, bytes) of the table's current snapshot, of ``flow``'s partition when given; (0, 0)
+        if the table does not exist. Files a rewrite replaced are not counted (VACUUM deletes them)."""
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            actions: Any = DeltaTable(self.path(table)).get_add_actions(flatten=True)
+        except TableNotFoundError:
+            return 0, 0
+        actions = pa_table(actions)
+        if flow is not None:
+            actions = actions.filter(pc.field("partition.flow") == flow)
+        return actions.num_rows, int(pc.sum(actions["size_bytes"]).as_py() or 0)
+
+    def replace(self, table: str, data: Any, predicate: str) -> None:
+        """Replace the rows matching the SQL ``predicate`` with ``data`` (Arrow; each of its rows
+        must match it) in one commit. A concurrent commit that touched the same files fails this
+        one (CommitFailedError) and nothing changes."""
+        from deltalake import write_deltalake
+
+        opened = self._open(table, create=True)
+        write_deltalake(opened, data, mode="overwrite", predicate=predicate, writer_properties=_writer_properties())
+
+
+def _writer_properties() -> Any:
+    """Row groups of ROW_GROUP_ROWS: a scan decodes only the row groups its filter may match."""
+    from deltalake import WriterProperties
+
+    return WriterProperties(max_row_group_size=ROW_GROUP_ROWS, compression="ZSTD")
+
+
+def pa_table(data: Any) -> Any:
+    """An Arrow table of ``data`` (anything with the Arrow C stream interface)."""
+    import pyarrow as pa
+
+    return data if isinstance(data, pa.Table) else pa.table(data)
+
+
+def sql_string(value: str) -> str:
+    """``value`` as a SQL string literal of a Delta predicate."""
+    return "'" + value.replace("'", "''") + "'"

@@ -151,6 +151,18 @@ def metrics_rollup(config_file: str, source: str, target: str) -> dict[str, Any]
 
 
 @task
+def prune_sync_history(config_file: str, source: str, target: str) -> dict[str, Any]:
+    """The flow's sync history pruned below the source's log-start offsets, rewritten sorted, and its
+    topic trimmed to what is not ingested yet (srm.offsets.retention)."""
+    from dataclasses import asdict
+
+    from srm.offsets.retention import HistoryPruner
+
+    config, flow = _flow(config_file, source, target)
+    return asdict(HistoryPruner(config, flow).prune())
+
+
+@task
 def emit_heartbeats(config_file: str, source: str, target: str, duration_seconds: Any) -> int:
     from srm.heartbeats import emit, heartbeat_pairs
 

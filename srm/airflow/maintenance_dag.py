@@ -19,9 +19,13 @@ STEPS = [
     ("sync_topic_acls", callables.sync_topic_acls),
     ("srm_meta", callables.write_srm_meta),
 ]
-# Steps on the warehouse only, beside the Kafka steps rather than after them: a cluster that is down
-# fails those and holds up none of these.
-WAREHOUSE_STEPS = [("metrics_rollup", callables.metrics_rollup)]
+# Steps beside the Kafka steps rather than after them: a cluster that is down or a wrong remote topic
+# holds up none of these. The metrics rollup needs the warehouse only; the history's prune the
+# warehouse and both clusters (the source's log-start offsets).
+WAREHOUSE_STEPS = [
+    ("metrics_rollup", callables.metrics_rollup),
+    ("prune_sync_history", callables.prune_sync_history),
+]
 
 
 def maintenance_dag(flow: Flow, config_file: str) -> Any:
@@ -45,6 +49,9 @@ Beside them, independent of the clusters (it runs when one is down):
   `checkpoint_metrics_hourly` (every complete hour that ended over {s.task_lease_seconds + GRACE_MARGIN_S} s ago), which
   the REST API reads for windows with samples of an hour or more; then OPTIMIZE and VACUUM (7 days' retention)
   of the four metrics tables, each at most once an hour whichever flow's DAG comes first.
+- **prune_sync_history** — the flow's exact sync history keeps what translation can still need: the runs
+  above each source partition's log-start offset (so it follows the source's retention and topic deletions),
+  rewritten sorted; `srm-offset-syncs.{flow.source}.internal` keeps what is not in the warehouse yet.
 """
     with flow_dag(
         flow,

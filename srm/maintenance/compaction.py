@@ -29,18 +29,20 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from srm.warehouse import CHECKPOINT_METRICS, CHECKPOINTS_HOURLY, METRICS, METRICS_HOURLY, Warehouse
+from srm.warehouse import (
+    CHECKPOINT_METRICS,
+    CHECKPOINTS_HOURLY,
+    METRICS,
+    METRICS_HOURLY,
+    ROW_GROUP_ROWS,
+    Warehouse,
+)
 
 log = logging.getLogger(__name__)
 
 TABLES = (METRICS, METRICS_HOURLY, CHECKPOINT_METRICS, CHECKPOINTS_HOURLY)
 LEASE_APP_ID = "srm:maintenance"
 LEASE_MINUTES = 60  # a table is compacted at most once in this long
-# Rows per Parquet row group of a compacted file. A scan skips row groups by their statistics, and
-# the rows of a file are in the order they were written (time): a one-hour window decodes one or two
-# groups of 64 Ki rows (11 hours of 100 partitions' one-minute batches). With delta-rs' default of
-# 1 Mi rows, the one-hour read of a compacted month (bench.rest_metrics' data) took 5x as long.
-ROW_GROUP_ROWS = 65_536
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ A partition the flow never copied a record of translates to the end of its remot
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Literal
 
 from srm import clients
@@ -23,9 +22,9 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, UsageError
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import group_offsets
-from srm.offsets.history import FlowHistory, load_history
+from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
 from srm.offsets.merged import merged_position, reverse_flow
-from srm.offsets.translate import to_source, to_target
+from srm.offsets.translate import PartitionHistory, to_source, to_target
 from srm.replication.selector import TopicSelector
 from srm.topics import list_offsets, partition_counts
 
@@ -45,46 +44,18 @@ class Translated:
 
 
 class Translator:
+    """``history``: the flow's history to translate with (every lookup reads what it needs from the
+    warehouse and the history topic otherwise)."""
+
     def __init__(self, config: SrmConfig, flow: Flow, history: FlowHistory | None = None) -> None:
         self.config = config
         self.flow = flow
         self.selector = TopicSelector(flow)
         self._history = history
 
-    @property
-    def history(self) -> FlowHistory:
-        if self._history is None:
-            self._history = load_history(self.config, self.flow)
-        return self._history
-
-    @cached_property
-    def back_history(self) -> FlowHistory | None:
-        """The history of target -> source when both are prefixless active/active (srm.offsets.merged)."""
-        reverse = reverse_flow(self.config, self.flow)
-        return None if reverse is None else load_history(self.config, reverse)
-
     def offset(self, topic: str, partition: int, offset: int, direction: Direction = "forward") -> Translated:
         """Translate one offset; ``topic`` is the topic on the cluster the consumer leaves."""
-        back = self.back_history
-        if direction == "forward":
-            own = self.history.get(topic, partition)
-            translated = (
-                to_target(own, offset) if back is None else merged_position(own, back.get(topic, partition), offset)
-            )
-            out = self.selector.remote(topic)
-            if translated is None:
-                translated = self._end(self.flow.target, out, partition)
-        else:
-            source_topic = self._source_topic(topic)
-            out = source_topic
-            own = self.history.get(source_topic, partition)
-            if back is None:
-                translated = to_source(own, offset)
-            else:  # from the target's side: the flow back's forward translation
-                translated = merged_position(back.get(source_topic, partition), own, offset)
-            if translated is None:
-                translated = self._end(self.flow.source, source_topic, partition)
-        return Translated(out, partition, translated, topic, offset)
+        return self._many([(topic, partition, offset)], direction)[0]
 
     def group(self, group: str, direction: Direction = "forward", *, live: bool = False) -> list[Translated]:
         """Every partition of ``group`` translated, sorted by topic and partition."""
@@ -95,12 +66,42 @@ class Translator:
         if direction == "forward":
             wanted = {k: v for k, v in found.items() if self.selector.replicates(k[0])}
         else:
-            remotes = {self.selector.remote(t) for t, _ in self.history.partitions}
-            wanted = {k: v for k, v in found.items() if k[0] in remotes}
+            wanted = {k: v for k, v in found.items() if self._copied_remote(k[0])}
         if not wanted:
             raise NotConfiguredError(f"group {group!r} has no committed offsets on topics of flow {self.flow.name}")
-        results = [self.offset(t, p, committed.offset, direction) for (t, p), committed in sorted(wanted.items())]
+        results = self._many([(t, p, committed.offset) for (t, p), committed in sorted(wanted.items())], direction)
         return [Translated(r.topic, r.partition, r.offset, r.from_topic, r.from_offset, group) for r in results]
+
+    def _many(self, positions: list[tuple[str, int, int]], direction: Direction) -> list[Translated]:
+        """Translate ``positions`` (topic on the cluster the consumer leaves, partition, offset) with
+        one read of the history they need."""
+        if direction == "forward":
+            keyed = [((t, p), o, t, self.selector.remote(t)) for t, p, o in positions]
+            wanted = Wanted.lowest((key, o) for key, o, _, _ in keyed)
+        else:  # target offsets: the partitions' runs whole
+            keyed = [((self._source_topic(t), p), o, t, self._source_topic(t)) for t, p, o in positions]
+            wanted = Wanted.whole(key for key, *_ in keyed)
+        history = self._history or load_history(self.config, self.flow, wanted)
+        reverse = reverse_flow(self.config, self.flow)
+        back = None if reverse is None else load_history(self.config, reverse, Wanted.whole(wanted.partitions))
+        out = []
+        for (source_topic, partition), offset, topic, to_topic in keyed:
+            own = history.get(source_topic, partition)
+            translated = self._translate(own, back, (source_topic, partition), offset, direction)
+            if translated is None:
+                alias = self.flow.target if direction == "forward" else self.flow.source
+                translated = self._end(alias, to_topic, partition)
+            out.append(Translated(to_topic, partition, translated, topic, offset))
+        return out
+
+    @staticmethod
+    def _translate(
+        own: PartitionHistory, back: FlowHistory | None, key: tuple[str, int], offset: int, direction: Direction
+    ) -> int | None:
+        if back is None:
+            return to_target(own, offset) if direction == "forward" else to_source(own, offset)
+        other = back.get(*key)  # prefixless active/active: both flows' runs (srm.offsets.merged)
+        return merged_position(own, other, offset) if direction == "forward" else merged_position(other, own, offset)
 
     def _from_checkpoints(self, group: str) -> list[Translated]:
         topic = self.flow.policy.checkpoints_topic(self.flow.source)
@@ -116,14 +117,25 @@ class Translator:
             for c in mine
         ]
 
-    def _source_topic(self, remote: str) -> str:
-        for topic, _ in self.history.partitions:
-            if self.selector.remote(topic) == remote:
-                return topic
+    def _upstream(self, remote: str) -> str | None:
+        """The source topic whose remote topic ``remote`` is, by name."""
         upstream = self.flow.policy.upstream_topic(remote)
-        if upstream is not None and self.flow.policy.topic_source(remote) == self.flow.source:
-            return upstream
-        raise NotConfiguredError(f"{remote!r} is not a remote topic of flow {self.flow.name}")
+        return upstream if upstream is not None and self.selector.remote(upstream) == remote else None
+
+    def _copied_remote(self, remote: str) -> bool:
+        """Is ``remote`` a remote topic the flow copied records into?"""
+        upstream = self._upstream(remote)
+        if upstream is None:
+            return False
+        if self._history is not None:
+            return any(t == upstream for t, _ in self._history.partitions)
+        return bool(history_topics(self.config, self.flow, [upstream]))
+
+    def _source_topic(self, remote: str) -> str:
+        upstream = self._upstream(remote)
+        if upstream is None:
+            raise NotConfiguredError(f"{remote!r} is not a remote topic of flow {self.flow.name}")
+        return upstream
 
     def _end(self, alias: str, topic: str, partition: int) -> int:
         admin = clients.admin_client(self.config.cluster(alias))

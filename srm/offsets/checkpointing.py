@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -29,7 +30,7 @@ from srm.offsets.asof import translate_frame
 from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_checkpoints
 from srm.offsets.group_sync import SyncReport, sync_group_offsets
 from srm.offsets.groups import group_offsets, list_groups
-from srm.offsets.history import FlowHistory, load_history
+from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
 from srm.offsets.merged import merged_position, reverse_flow
 from srm.records import Checkpoint
 from srm.replication.selector import TopicSelector
@@ -97,18 +98,33 @@ class CheckpointPass:
         self.sync = sync and flow.settings.sync_group_offsets_enabled
         self.metrics: list[dict[str, Any]] = []
         self._back_history: FlowHistory | None = None  # the flow back, when active/active prefixless
+        self._admins: dict[str, Any] = {}
+
+    def _admin(self, cluster: Any) -> Any:
+        """The pass's admin client of ``cluster`` (one per cluster for the whole pass)."""
+        if cluster.alias not in self._admins:
+            self._admins[cluster.alias] = clients.admin_client(cluster)
+        return self._admins[cluster.alias]
 
     def run(self) -> PassReport:
         started = time.monotonic()
         self._ensure_topics()
-        history = load_history(self.config, self.flow)
+        forward_rows = self._group_rows(self._admin(self.source), self.selector.replicates)
+        backward_rows = self._remote_group_rows()
+        # Only the partitions the groups are on, from the lowest group position on (the backward
+        # direction's positions are target offsets: those partitions whole).
+        positions = [((t, p), pos) for _, t, p, pos, _ in forward_rows]
+        wanted = Wanted.lowest(positions)
+        wanted = Wanted({**wanted.partitions, **dict.fromkeys((t, p) for _, t, p, _, _ in backward_rows)})
+        history = load_history(self.config, self.flow, wanted)
         reverse = reverse_flow(self.config, self.flow)
-        self._back_history = None if reverse is None else load_history(self.config, reverse)
-        forward = self._forward(history)
-        backward = self._backward(history)
+        if reverse is not None:  # the flow back's runs are read by target offsets: whole
+            self._back_history = load_history(self.config, reverse, Wanted.whole(wanted.partitions))
+        forward = self._forward(history, forward_rows)
+        backward = self._backward(history, backward_rows)
         sync = None
         if self.sync:
-            sync = sync_group_offsets(clients.admin_client(self.target), forward.in_force + forward.not_copied)
+            sync = sync_group_offsets(self._admin(self.target), forward.in_force + forward.not_copied)
         Warehouse(self.config.storage.warehouse).append(
             CHECKPOINT_METRICS, self.metrics, f"checkpoints:{self.flow.name}:{self.pass_id}", 1
         )
@@ -133,34 +149,50 @@ class CheckpointPass:
 
     def _ensure_topics(self) -> None:
         for topic in (self.forward_topic(), self.backward_topic()):
-            admin = clients.admin_client(self.config.cluster(topic.cluster))
+            admin = self._admin(self.config.cluster(topic.cluster))
             ensure_internal_topic(admin, topic, broker_count(admin))
 
     # --- the two directions -------------------------------------------------------------------
-    def _group_rows(self, admin: Any, topics: set[str]) -> tuple[int, list[Row]]:
-        """Committed offsets of the admitted groups on ``topics``; groups without any are left out."""
+    def _group_rows(self, admin: Any, wanted: Callable[[str], bool]) -> list[Row]:
+        """Committed offsets of the admitted groups on the topics ``wanted`` admits."""
         names = [
             g
             for g in list_groups(admin)
             if should_replicate_group(g, self.groups) and not g.startswith(INTERNAL_GROUP_PREFIX)
         ]
         offsets = group_offsets(admin, names)
-        rows = [
+        return [
             (g, t, p, o.offset, o.metadata)
             for g, found in offsets.items()
             for (t, p), o in found.offsets.items()
-            if t in topics
+            if wanted(t)
         ]
-        return len({r[0] for r in rows}), rows
 
-    def _forward(self, history: FlowHistory) -> Direction:
-        direction = Direction("forward")
-        admin = clients.admin_client(self.source)
-        known = {k[0] for k in history.partitions}
+    def _remote_group_rows(self) -> list[Row]:
+        """The target's groups on the flow's remote topics, keyed by the source topic."""
+        rows = self._group_rows(self._admin(self.target), lambda t: self._source_topic(t) is not None)
+        return [(g, str(self._source_topic(t)), p, pos, meta) for g, t, p, pos, meta in rows]
+
+    def _source_topic(self, remote: str) -> str | None:
+        """The source topic whose remote topic ``remote`` is, by name (the history tells whether the
+        flow copied it)."""
+        upstream = self.flow.policy.upstream_topic(remote)
+        return upstream if upstream is not None and self.selector.remote(upstream) == remote else None
+
+    def _known(self, history: FlowHistory, rows: list[Row]) -> list[Row]:
+        """``rows`` of topics the flow has copied into (or, prefixless active/active, the flow back)."""
+        known = {t for t, _ in history.partitions}
         if self._back_history is not None:  # a topic whose records all came from the target
-            known |= {k[0] for k in self._back_history.partitions}
-        topics = {t for t in known if self.selector.replicates(t)}
-        direction.groups, rows = self._group_rows(admin, topics)
+            known |= {t for t, _ in self._back_history.partitions}
+        unseen = {r[1] for r in rows} - known
+        if unseen:  # partitions never copied, of topics that may have others that were
+            known |= history_topics(self.config, self.flow, unseen)
+        return [r for r in rows if r[1] in known]
+
+    def _forward(self, history: FlowHistory, rows: list[Row]) -> Direction:
+        direction = Direction("forward")
+        rows = self._known(history, rows)
+        direction.groups = len({r[0] for r in rows})
         seen = datetime.now(UTC)
         translated = self._translated(rows, history, "forward")
         fresh = [Checkpoint(g, self.selector.remote(t), p, up, down, meta) for g, t, p, up, meta, down in translated]
@@ -170,13 +202,13 @@ class CheckpointPass:
         return direction
 
     def _not_copied(self, rows: list[Row], history: FlowHistory) -> list[Checkpoint]:
-        copied = {k for k, h in history.partitions.items() if not h.empty}
+        copied = history.copied()
         if self._back_history is not None:  # translated with the flow back's runs alone (srm.offsets.merged)
-            copied |= {k for k, h in self._back_history.partitions.items() if not h.empty}
+            copied |= self._back_history.copied()
         rest = [r for r in rows if (r[1], r[2]) not in copied]
         if not rest:
             return []
-        admin = clients.admin_client(self.target)
+        admin = self._admin(self.target)
         counts = partition_counts(admin, include_internal=True)
         keys = sorted(
             {(self.selector.remote(t), p) for _, t, p, _, _ in rest if p < counts.get(self.selector.remote(t), 0)}
@@ -188,13 +220,11 @@ class CheckpointPass:
             if (self.selector.remote(t), p) in ends
         ]
 
-    def _backward(self, history: FlowHistory) -> Direction:
+    def _backward(self, history: FlowHistory, rows: list[Row]) -> Direction:
         direction = Direction("backward")
-        admin = clients.admin_client(self.target)
-        original = {self.selector.remote(t): t for t, _ in history.partitions}
-        direction.groups, rows = self._group_rows(admin, set(original))
+        rows = [r for r in rows if (r[1], r[2]) in history.progress]
+        direction.groups = len({r[0] for r in rows})
         seen = datetime.now(UTC)
-        rows = [(g, original[t], p, pos, meta) for g, t, p, pos, meta in rows]
         translated = self._translated(rows, history, "backward")
         fresh = [Checkpoint(g, t, p, up, down, meta) for g, t, p, up, meta, down in translated]
         self._apply(direction, fresh, self.source, self.backward_topic().name)
@@ -203,19 +233,16 @@ class CheckpointPass:
 
     def _translate(self, rows: list[Row], history: FlowHistory, direction: str) -> list[tuple[Any, ...]]:
         """(group, topic, partition, position, metadata, translated) for rows whose partition has runs."""
-        if not rows or not history.rows:
+        if not rows or history.runs.num_rows == 0:
             return []
         import pyarrow as pa
 
         # Arrow tables travel to Spark in columnar batches, not as one pickled task of rows.
         columns = ("group", "topic", "partition", "position", "metadata")
-        offsets = self.spark.createDataFrame(pa.table(dict(zip(columns, zip(*rows, strict=True), strict=True))))
-        runs = self.spark.createDataFrame(pa.Table.from_pylist(history.rows))
-        ends = self.spark.createDataFrame(
-            pa.Table.from_pylist(
-                [{"topic": t, "partition": p, "next_offset": h.next_offset} for (t, p), h in history.partitions.items()]
-            )
-        )
+        table = pa.table(dict(zip(columns, zip(*rows, strict=True), strict=True)))
+        offsets = self.spark.createDataFrame(table.cast(table.schema.set(2, pa.field("partition", pa.int32()))))
+        runs = self.spark.createDataFrame(history.runs)
+        ends = self.spark.createDataFrame(history.progress_table())
         result = translate_frame(offsets, runs, direction, ends).collect()
         return [(r["group"], r["topic"], r["partition"], r["position"], r["metadata"], r["translated"]) for r in result]
 
@@ -260,8 +287,8 @@ class CheckpointPass:
         in_force = {(c.group, c.topic, c.partition): c for c in direction.in_force}
         keys_here = sorted({(t if forward else self.selector.remote(t), p) for _, t, p, *_ in translated})
         keys_there = sorted({(self.selector.remote(t) if forward else t, p) for _, t, p, *_ in translated})
-        ends_here = list_offsets(clients.admin_client(here), keys_here, "latest")
-        ends_there = list_offsets(clients.admin_client(there), keys_there, "latest")
+        ends_here = list_offsets(self._admin(here), keys_here, "latest")
+        ends_there = list_offsets(self._admin(there), keys_there, "latest")
         for group, topic, partition, position, _, _ in translated:
             out_topic = self.selector.remote(topic) if forward else topic
             in_topic = topic if forward else self.selector.remote(topic)

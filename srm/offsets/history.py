@@ -4,12 +4,18 @@ Rows come from the warehouse table ``offset_sync_history`` plus the tail of the 
 that the replication job has committed but not yet moved to the warehouse, so translation always
 sees every transaction committed so far. Only the runs of a partition's current topic
 incarnation (its latest topic id) count: offsets restart when a topic is recreated.
+
+A read names what it needs (:class:`Wanted`): per partition, the lowest source offset it will
+translate, or the whole partition. The partitions and offsets are pushed into the scan, so a
+lookup reads the row groups of its partitions from a little before its offset on, never the
+table: its cost does not grow with the history the retention keeps (:mod:`srm.offsets.retention`).
+Rows stay in Arrow; only a partition asked for by :meth:`FlowHistory.get` becomes Python objects.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from srm import clients
@@ -21,60 +27,269 @@ from srm.replication.runs import OffsetRun
 from srm.warehouse import SYNC_HISTORY, Warehouse
 
 Key = tuple[str, int]
+COLUMNS = ["topic", "partition", "topic_id", "source_first", "target_first", "length", "next_offset", "history_offset"]
+RUN_COLUMNS = ["topic", "partition", "source_first", "target_first", "length"]
+# How far below the lowest offset to translate a windowed read starts. A continuous copy's runs are
+# a transaction's records of one partition (a few to thousands), so the run holding the offset
+# starts inside the window; a partition where it does not (a run of an available-now chunk longer
+# than this, or a group ahead of the copy) is read again whole.
+LOOKBACK = 10_000
+# Partitions per filter of one scan: the filter is an OR of one term per partition.
+PARTITIONS_PER_SCAN = 2_000
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a read needs: per partition, None for all of its runs, else the lowest source offset
+    that will be translated (the runs from the one holding it on). ``every``: the whole flow."""
+
+    partitions: Mapping[Key, int | None] = field(default_factory=dict)
+    every: bool = False
+
+    @classmethod
+    def whole(cls, partitions: Iterable[Key]) -> Wanted:
+        return cls(dict.fromkeys(partitions))
+
+    @classmethod
+    def lowest(cls, positions: Iterable[tuple[Key, int]]) -> Wanted:
+        """The lowest of each partition's positions."""
+        low: dict[Key, int | None] = {}
+        for key, position in positions:
+            current = low.get(key)
+            low[key] = position if current is None else min(current, position)
+        return cls(low)
 
 
 @dataclass(frozen=True)
 class FlowHistory:
+    """The current incarnation's runs of the partitions read: Arrow, distinct, sorted by topic,
+    partition and source offset; and per partition the flow's progress (next source offset)."""
+
     flow: str
-    partitions: dict[Key, PartitionHistory]
-    rows: list[dict[str, Any]]  # current-incarnation runs, one dict per run (for Spark)
+    runs: Any  # pyarrow.Table of RUN_COLUMNS
+    progress: dict[Key, int]
+    spans: dict[Key, tuple[int, int]]  # a partition's rows in ``runs``: (first index, count)
+    topic_ids: dict[Key, str]  # the current incarnation's topic id
+
+    @property
+    def partitions(self) -> list[Key]:
+        """The partitions the history holds anything of (runs or progress alone)."""
+        return sorted(self.progress)
+
+    def copied(self) -> set[Key]:
+        """The partitions with at least one copied record."""
+        return set(self.spans)
 
     def get(self, topic: str, partition: int) -> PartitionHistory:
-        return self.partitions.get((topic, partition), PartitionHistory.of([]))
+        key = (topic, partition)
+        first, count = self.spans.get(key, (0, 0))
+        part = self.runs.slice(first, count).to_pydict() if count else {c: [] for c in RUN_COLUMNS}
+        runs = [
+            OffsetRun(s, t, n)
+            for s, t, n in zip(part["source_first"], part["target_first"], part["length"], strict=True)
+        ]
+        return PartitionHistory.of(runs, self.progress.get(key))
+
+    def progress_table(self) -> Any:
+        """(topic, partition, next_offset) of every partition, for Spark."""
+        import pyarrow as pa
+
+        keys = sorted(self.progress)
+        return pa.table(
+            {
+                "topic": pa.array([t for t, _ in keys], pa.string()),
+                "partition": pa.array([p for _, p in keys], pa.int32()),
+                "next_offset": pa.array([self.progress[k] for k in keys], pa.int64()),
+            }
+        )
 
 
-def load_history(config: SrmConfig, flow: Flow) -> FlowHistory:
-    """Every run of ``flow`` committed so far (warehouse + history topic tail)."""
-    return build_history(flow.name, history_rows(config, flow))
+def load_history(config: SrmConfig, flow: Flow, wanted: Wanted | None = None) -> FlowHistory:
+    """The runs of ``flow`` committed so far (warehouse + history topic tail) that ``wanted`` needs
+    (default: every partition, whole)."""
+    warehouse = Warehouse(config.storage.warehouse)
+    return read_history(warehouse, flow.name, wanted or Wanted(every=True), topic_tail(config, flow))
 
 
-def history_rows(config: SrmConfig, flow: Flow) -> list[dict[str, Any]]:
-    """The flow's history rows: the warehouse table plus the topic's tail not ingested yet."""
+def read_history(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any) -> FlowHistory:
+    """What ``wanted`` needs of ``flow``'s history in ``warehouse`` and ``tail`` (Arrow rows not
+    ingested yet)."""
+    history = build_history(flow, _concat([scan(warehouse, flow, wanted), _select(tail, wanted)]))
+    again = [] if wanted.every else _uncovered(history, wanted)
+    if again:  # the window missed the run holding the offset: those partitions whole
+        whole = Wanted.whole(again)
+        rest = history.runs.filter(_not_in(again))
+        rows = _concat([scan(warehouse, flow, whole), _select(tail, whole)])
+        history = _merge(flow, history, rest, build_history(flow, rows), again)
+    return history
+
+
+def topic_tail(config: SrmConfig, flow: Flow) -> Any:
+    """The history committed to the topic but not yet ingested into the warehouse, as Arrow rows."""
+    import pyarrow as pa
+
+    from srm.warehouse import _schemas
+
     warehouse = Warehouse(config.storage.warehouse)
     target = config.cluster(flow.target)
     ingest = HistoryIngest(warehouse, flow, target, history_topic_name(flow), clients.admin_client(target))
     try:
-        _, _, tail = ingest.tail()
+        _, _, rows = ingest.tail()
     finally:
         ingest.close()
-    return warehouse.read(SYNC_HISTORY, flow=flow.name) + tail
+    return pa.Table.from_pylist(rows, schema=_schemas()[SYNC_HISTORY]).select(COLUMNS)
 
 
-def recorded_progress(config: SrmConfig, flow: Flow) -> dict[Key, tuple[int, str]]:
-    """Per source partition, (next offset, topic id) of the latest transaction the history holds:
-    the same progress the transaction wrote to the progress topic, kept for good."""
-    latest: dict[Key, dict[str, Any]] = {}
-    for row in history_rows(config, flow):
-        key = (row["topic"], row["partition"])
-        if key not in latest or row["history_offset"] > latest[key]["history_offset"]:
-            latest[key] = row
-    return {key: (row["next_offset"], row["topic_id"]) for key, row in latest.items()}
+def recorded_progress(config: SrmConfig, flow: Flow, partitions: Iterable[Key]) -> dict[Key, tuple[int, str]]:
+    """Per source partition of ``partitions``, (next offset, topic id) of the latest transaction the
+    history holds: the same progress the transaction wrote to the progress topic."""
+    history = load_history(config, flow, Wanted.whole(partitions))
+    return {key: (offset, history.topic_ids[key]) for key, offset in history.progress.items()}
 
 
-def build_history(flow: str, rows: list[dict[str, Any]]) -> FlowHistory:
-    by_partition: dict[Key, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_partition[(row["topic"], row["partition"])].append(row)
-    partitions, current_rows = {}, []
-    for key, entries in by_partition.items():
-        latest = max(entries, key=lambda r: r["history_offset"])
-        current = [r for r in entries if r["topic_id"] == latest["topic_id"]]
-        # A replayed ingest may repeat rows: a run is identified by its offsets.
-        runs = {(r["source_first"], r["target_first"], r["length"]) for r in current if r["length"] > 0}
-        progress = max(r["next_offset"] for r in current)
-        partitions[key] = PartitionHistory.of([OffsetRun(*run) for run in runs], progress)
-        current_rows += [
-            {"topic": key[0], "partition": key[1], "source_first": s, "target_first": t, "length": n}
-            for s, t, n in sorted(runs)
-        ]
-    return FlowHistory(flow, partitions, current_rows)
+def history_topics(config: SrmConfig, flow: Flow, topics: Iterable[str]) -> set[str]:
+    """Which of ``topics`` the flow's history in the warehouse holds anything of (the topic column
+    alone is read)."""
+    import pyarrow.compute as pc
+
+    where = (pc.field("flow") == flow.name) & pc.field("topic").isin(sorted(topics))
+    found = Warehouse(config.storage.warehouse).scan(SYNC_HISTORY, where, ["topic"])
+    return set() if found is None else {str(t) for t in pc.unique(found["topic"]).to_pylist()}
+
+
+# --- reading ----------------------------------------------------------------------------------
+def scan(warehouse: Warehouse, flow: str, wanted: Wanted) -> Any:
+    """The warehouse rows of ``flow`` that ``wanted`` names, filters pushed into the scan."""
+    import pyarrow.compute as pc
+
+    base = pc.field("flow") == flow
+    if wanted.every:
+        return _or_empty(warehouse.scan(SYNC_HISTORY, base, COLUMNS))
+    items = sorted(wanted.partitions.items())
+    parts = [_or_empty(None)]
+    for start in range(0, len(items), PARTITIONS_PER_SCAN):
+        where = base & _partitions_filter(items[start : start + PARTITIONS_PER_SCAN])
+        parts.append(_or_empty(warehouse.scan(SYNC_HISTORY, where, COLUMNS)))
+    return _concat(parts)
+
+
+def _partitions_filter(items: list[tuple[Key, int | None]]) -> Any:
+    import pyarrow.compute as pc
+
+    where = None
+    for (topic, partition), low in items:
+        term = (pc.field("topic") == topic) & (pc.field("partition") == partition)
+        if low is not None:
+            term = term & (pc.field("source_first") >= low - LOOKBACK)
+        where = term if where is None else where | term
+    return where
+
+
+def _select(rows: Any, wanted: Wanted) -> Any:
+    """``rows`` filtered as ``scan`` filters the warehouse (for the topic's tail, in memory)."""
+    if wanted.every or rows.num_rows == 0:
+        return rows
+    if not wanted.partitions:
+        return rows.slice(0, 0)
+    return rows.filter(_partitions_filter(sorted(wanted.partitions.items())))
+
+
+def _or_empty(table: Any) -> Any:
+    import pyarrow as pa
+
+    from srm.warehouse import _schemas
+
+    return pa.schema(_schemas()[SYNC_HISTORY]).empty_table().select(COLUMNS) if table is None else table
+
+
+def _concat(tables: list[Any]) -> Any:
+    import pyarrow as pa
+
+    return pa.concat_tables([t.select(COLUMNS) for t in tables])
+
+
+def _not_in(keys: list[Key]) -> Any:
+    """The filter of rows of none of ``keys``."""
+    return ~_partitions_filter([(key, None) for key in keys])
+
+
+# --- building ---------------------------------------------------------------------------------
+def _latest(rows: Any) -> Any:
+    """(topic, partition, topic_id) of each partition's latest row (highest history offset)."""
+    newest = rows.group_by(["topic", "partition"], use_threads=False).aggregate([("history_offset", "max")])
+    newest = newest.rename_columns(["topic", "partition", "history_offset"])
+    latest = rows.join(newest, ["topic", "partition", "history_offset"], join_type="inner", use_threads=False)
+    return latest.group_by(["topic", "partition", "topic_id"], use_threads=False).aggregate([])
+
+
+def build_history(flow: str, rows: Any) -> FlowHistory:
+    """The history of ``rows`` (Arrow, COLUMNS): each partition's current incarnation, runs distinct
+    (a replayed ingest may repeat rows: a run is identified by its offsets) and sorted."""
+    import pyarrow.compute as pc
+
+    if rows.num_rows == 0:
+        return FlowHistory(flow, rows.select(RUN_COLUMNS), {}, {}, {})
+    latest = _latest(rows)
+    topic_ids = {
+        (t, p): i
+        for t, p, i in zip(
+            latest["topic"].to_pylist(), latest["partition"].to_pylist(), latest["topic_id"].to_pylist(), strict=True
+        )
+    }
+    current = rows.join(latest, ["topic", "partition", "topic_id"], join_type="inner", use_threads=False)
+    ends = current.group_by(["topic", "partition"], use_threads=False).aggregate([("next_offset", "max")])
+    progress = {
+        (t, p): n
+        for t, p, n in zip(
+            ends["topic"].to_pylist(), ends["partition"].to_pylist(), ends["next_offset_max"].to_pylist(), strict=True
+        )
+    }
+    copied = current.filter(pc.field("length") > 0).select(RUN_COLUMNS)
+    runs = copied.group_by(RUN_COLUMNS, use_threads=False).aggregate([])
+    runs = runs.sort_by([("topic", "ascending"), ("partition", "ascending"), ("source_first", "ascending")])
+    return FlowHistory(flow, runs, progress, _spans(runs), topic_ids)
+
+
+def _spans(runs: Any) -> dict[Key, tuple[int, int]]:
+    """Where each partition's rows are in ``runs`` (sorted by topic and partition)."""
+    spans: dict[Key, tuple[int, int]] = {}
+    if runs.num_rows == 0:
+        return spans
+    counts = runs.group_by(["topic", "partition"], use_threads=False).aggregate([("length", "count")])
+    counts = counts.sort_by([("topic", "ascending"), ("partition", "ascending")])
+    first = 0
+    for topic, partition, count in zip(
+        counts["topic"].to_pylist(), counts["partition"].to_pylist(), counts["length_count"].to_pylist(), strict=True
+    ):
+        spans[(topic, partition)] = (first, count)
+        first += count
+    return spans
+
+
+def _uncovered(history: FlowHistory, wanted: Wanted) -> list[Key]:
+    """Partitions read from an offset whose result may miss what translating it needs: no run of
+    the current incarnation at or below the offset (it may start below the window), or nothing
+    read at all (the partition's rows may all lie below the window)."""
+    import pyarrow.compute as pc
+
+    out = []
+    for key, low in sorted(wanted.partitions.items()):
+        if low is None or low <= LOOKBACK:
+            continue  # read whole already: the window starts at or below 0
+        first, count = history.spans.get(key, (0, 0))
+        if count == 0 or pc.min(history.runs["source_first"].slice(first, count)).as_py() > low:
+            out.append(key)
+    return out
+
+
+def _merge(flow: str, windowed: FlowHistory, rest: Any, whole: FlowHistory, again: list[Key]) -> FlowHistory:
+    """``windowed`` with the partitions ``again`` replaced by their whole history."""
+    import pyarrow as pa
+
+    runs = pa.concat_tables([rest, whole.runs]).sort_by(
+        [("topic", "ascending"), ("partition", "ascending"), ("source_first", "ascending")]
+    )
+    replaced = set(again)
+    progress = {k: v for k, v in windowed.progress.items() if k not in replaced} | whole.progress
+    topic_ids = {k: v for k, v in windowed.topic_ids.items() if k not in replaced} | whole.topic_ids
+    return FlowHistory(flow, runs, progress, _spans(runs), topic_ids)

@@ -23,6 +23,8 @@ from srm.warehouse import SYNC_HISTORY, Warehouse
 log = logging.getLogger(__name__)
 STALL_TIMEOUT_S = 60.0  # reading gives up when the topic yields nothing for this long
 CHUNK_RECORDS = 50_000  # one warehouse append per chunk, so a long backlog is saved as it is read
+# A chunk is appended in this order: a lookup of one partition then decodes its row groups only.
+SORT_ORDER = ["topic", "partition", "source_first"]
 
 
 class HistoryIngest:
@@ -46,7 +48,7 @@ class HistoryIngest:
         appended = 0
         while start < end:
             reached, rows = self._read(start, end, CHUNK_RECORDS)
-            self.warehouse.append(SYNC_HISTORY, rows, self.app_id, reached)
+            self.warehouse.append(SYNC_HISTORY, rows, self.app_id, reached, sort_by=SORT_ORDER)
             appended += len(rows)
             start = reached
         return appended

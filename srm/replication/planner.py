@@ -176,7 +176,7 @@ class Planner:
         found = {tp: progress[tp].next_offset for tp in partitions if tp in progress}
         missing = [tp for tp in partitions if tp not in found]
         if missing:
-            recorded = recorded_progress(self.config, self.flow)
+            recorded = recorded_progress(self.config, self.flow, missing)
             for tp in missing:
                 offset, topic_id = recorded.get(tp, (None, None))
                 if offset is not None and topic_id == ids.get(tp[0]):

@@ -88,6 +88,22 @@ def read_progress(consumer: Any, admin: Any, flow: Flow, partitions: list[Key]) 
     return found
 
 
+def journal_start(consumer: Any, admin: Any, flow: Flow) -> int | None:
+    """The lowest history offset a partition's latest progress record is journaled from: what of the
+    history topic reading the progress still needs (None: no record is journaled). The progress
+    topic is read whole (compacted: a record per partition, plus what the cleaner has not reached)."""
+    topic = progress_topic_name(flow)
+    latest: dict[Key, int] = {}
+    for message in read_to_end(consumer, topic, 0, until=_ends(admin, topic)):
+        try:
+            record = ProgressRecord.from_message(message)
+        except RecordFormatError:
+            continue  # read_progress logs it
+        latest[(record.topic, record.partition)] = record.history_from
+    journaled = [at for at in latest.values() if at >= 0]
+    return min(journaled) if journaled else None
+
+
 def _ends(admin: Any, topic: str) -> dict[int, int]:
     """Where reading ``topic`` must reach: its high watermark now (the records of transactions still
     open included), so the records committed before the read began are all read."""

@@ -43,7 +43,10 @@ GRACE_S = 30.0
 IDLE_WAIT_S = 0.05  # longest wait for a record when no transaction is open
 OWNERS_POLL_S = 0.1
 SETTLE_POLL_S = 0.5  # how often a copier without an open transaction looks for quiet partitions
+# The hand-over at a lease's end waits for the copier's commit (milliseconds; a transaction's worth
+# at most, bounded by the writer's timeouts) and looks every TAKE_POLL_S whether the copier is gone.
 TAKE_TIMEOUT_S = 300.0
+TAKE_POLL_S = 0.05
 
 
 class ResidentCopier(threading.Thread):
@@ -74,13 +77,16 @@ class ResidentCopier(threading.Thread):
             self.deadline = time.monotonic() + (job.lease.seconds if job.lease else 0) + GRACE_S
 
     def take(self) -> list[PartitionResult]:
-        """Commit, then the lease's results (and fresh counters for the next lease)."""
-        if not self.is_alive():
-            return self.final
+        """Commit, then the lease's results (and fresh counters for the next lease). A copier that
+        ends meanwhile (an error, its deadline) is noticed within TAKE_POLL_S: its final results."""
         self._taken.clear()
         self._take_asked.set()
-        if not self._taken.wait(TAKE_TIMEOUT_S) and self.is_alive():
-            raise SrmError(f"copier {self.name} did not commit within {TAKE_TIMEOUT_S:.0f} s at the end of its lease")
+        deadline = time.monotonic() + TAKE_TIMEOUT_S
+        while not self._taken.wait(TAKE_POLL_S) and self.is_alive():
+            if time.monotonic() > deadline:
+                raise SrmError(
+                    f"copier {self.name} did not commit within {TAKE_TIMEOUT_S:.0f} s at the end of its lease"
+                )
         with self._lock:
             return self._take.pop() if self._take else self.final
 
@@ -243,7 +249,12 @@ def freeze_heap() -> None:
     the Python worker (pyspark's and ours, ~60,000) holding the GIL, and each lease's task starts
     one with its own allocations: 47-97 ms at every lease, measured here, a stop every record of
     that moment waits out. Collected once as a copier starts, what survives leaves the collector's
-    view (gc.freeze): later full collections walk only what was made since (1-4 ms measured)."""
+    view (gc.freeze): later full collections walk only what was made since (1-4 ms measured).
+
+    What an earlier freeze kept is put back first (gc.unfreeze), so the copier this one replaces,
+    its clients and its buffers, which were alive at that freeze, are collected now rather than kept
+    for the life of the worker: the heap holds one copier's objects, however often copiers start."""
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
 

@@ -108,14 +108,15 @@ def test_checkpoints_dags(parsed: dict[str, Any]) -> None:
     assert unsynced["upstream"] == {"checkpoints": []}  # sync.group.offsets.enabled defaults to false
 
 
-def test_maintenance_dag_runs_its_kafka_steps_in_order_and_the_metrics_rollup_beside_them(
+def test_maintenance_dag_runs_its_kafka_steps_in_order_and_the_rollup_and_history_prune_beside_them(
     parsed: dict[str, Any],
 ) -> None:
     dag = parsed["dags"]["alpha_to_beta.maintenance"]
     assert dag["schedule"] == "0:05:00"  # refresh.topics.interval.seconds
     steps = ["validate_internal_topics", "remote_topics", "sync_topic_configs", "sync_topic_acls", "srm_meta"]
     chained = {step: steps[i - 1 : i] for i, step in enumerate(steps)}
-    assert dag["upstream"] == {**chained, "metrics_rollup": []}  # a cluster that is down does not hold it up
+    # a wrong remote topic does not hold them up
+    assert dag["upstream"] == {**chained, "metrics_rollup": [], "prune_sync_history": []}
 
 
 def test_heartbeats_dag(parsed: dict[str, Any]) -> None:

@@ -1,0 +1,40 @@
+"""``python -m bench.soak`` end to end, short: a continuous flow under four kinds of fault copies every
+record once and in order, the flow goes on after each fault, its sync history follows the source's
+retention, and every group fails over without re-reading or skipping a record."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.bench.local import ROOT
+
+KINDS = "kill_worker,add_topic,restart_target,kill_driver"
+
+
+@pytest.mark.integration
+@pytest.mark.bench
+@pytest.mark.timeout(1200)
+def test_a_four_minute_soak_loses_and_duplicates_nothing_and_prunes_the_history() -> None:
+    command = [sys.executable, "-m", "bench.soak", "--minutes", "4", "--rate", "500", "--topics", "2"]
+    command += ["--partitions", "4", "--groups", "10", "--retention-minutes", "1.5", "--faults", "4"]
+    command += ["--kinds", KINDS, "--warmup-seconds", "40", "--prune-seconds", "45", "--checkpoint-seconds", "40"]
+    command += ["--json"]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1100, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["records"] > 0.9 * result["sent"] > 0
+    assert (result["lost"], result["duplicated"]) == (0, 0), result
+    assert sorted(f["kind"] for f in result["faults"]) == sorted(KINDS.split(","))
+    for fault in result["faults"]:
+        assert not fault["detail"].startswith("failed"), fault
+        assert fault["recovered_s"] is not None and fault["recovered_s"] < 60, fault
+    assert result["history_pruned"] is True
+    failover = result["failover"]
+    assert "error" not in failover, failover
+    assert (failover["groups"], failover["missing"], failover["re_read"], failover["skipped"]) == (10, 0, 0, 0)
+    assert failover["partitions"] >= 10 * 4
+    assert result["samples"] and all(s["job_rss_mb"] > 0 for s in result["samples"])

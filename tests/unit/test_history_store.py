@@ -1,0 +1,153 @@
+"""The sync history in the warehouse: lookups read what they need, pruning keeps what translation
+can still need, and translation stays exact after it (no broker: a local warehouse folder)."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from srm.offsets import history as history_module
+from srm.offsets.history import COLUMNS, Wanted, build_history, read_history
+from srm.offsets.retention import kept_rows
+from srm.offsets.translate import PartitionHistory, to_source, to_target
+from srm.replication.history import SORT_ORDER
+from srm.replication.runs import OffsetRun
+from srm.warehouse import SYNC_HISTORY, Warehouse, _schemas
+
+FLOW = "west->east"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def row(topic: str, partition: int, run: tuple[int, int, int], history: int, **kw: Any) -> dict[str, Any]:
+    """A history row of ``run`` (source first, target first, length) at ``history`` in the topic."""
+    source, target, length = run
+    return {
+        "flow": kw.get("flow", FLOW),
+        "topic": topic,
+        "partition": partition,
+        "topic_id": kw.get("topic_id", "id-1"),
+        "source_first": source,
+        "target_first": target,
+        "length": length,
+        "next_offset": kw.get("next_offset", source + length),
+        "history_offset": history,
+        "committed_at": T0,
+    }
+
+
+def transactions(topic: str, partition: int, count: int, size: int, history_start: int = 0) -> list[dict[str, Any]]:
+    """``count`` transactions of ``size`` records each: each commit marker takes a target offset."""
+    return [row(topic, partition, (i * size, i * (size + 1), size), history_start + 2 * i) for i in range(count)]
+
+
+def append(warehouse: Warehouse, rows: list[dict[str, Any]], version: int) -> None:
+    warehouse.append(SYNC_HISTORY, rows, f"history:{FLOW}", version, sort_by=SORT_ORDER)
+
+
+def empty_tail() -> Any:
+    return pa.schema(_schemas()[SYNC_HISTORY]).empty_table().select(COLUMNS)
+
+
+def test_a_lookup_reads_its_partitions_from_a_little_below_its_offset(tmp_path: Path, monkeypatch: Any) -> None:
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, transactions("orders", 0, 2_000, 10) + transactions("orders", 1, 2_000, 10), 1)
+    append(warehouse, [row("other", 0, (0, 0, 5), 1, flow="east->west")], 2)
+    monkeypatch.setattr(history_module, "LOOKBACK", 100)
+    history = read_history(warehouse, FLOW, Wanted({("orders", 0): 15_000}), empty_tail())
+    assert history.partitions == [("orders", 0)]
+    # the runs from a little below 15,000 on: ten of 10 records below it, the 500 from it
+    assert history.runs.num_rows == 510
+    # exact all the same: 15,003 is the 4th record of the 1,500th transaction
+    assert to_target(history.get("orders", 0), 15_003) == 1_500 * 11 + 3
+    assert history.progress[("orders", 0)] == 20_000
+
+
+def test_a_window_that_misses_the_run_holding_the_offset_reads_the_partition_whole(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    warehouse = Warehouse(tmp_path)
+    # one run of 1,000 records (an available-now chunk), then small ones
+    rows = [row("orders", 0, (0, 0, 1_000), 0)] + [
+        row("orders", 0, (1_000 + 10 * i, 1_001 + 11 * i, 10), 1 + i) for i in range(50)
+    ]
+    append(warehouse, rows, 1)
+    monkeypatch.setattr(history_module, "LOOKBACK", 100)
+    history = read_history(warehouse, FLOW, Wanted({("orders", 0): 900}), empty_tail())
+    assert to_target(history.get("orders", 0), 900) == 900
+    assert history.runs.num_rows == 51
+
+
+def test_only_the_current_incarnation_counts_and_the_tail_is_read_too(tmp_path: Path) -> None:
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, transactions("orders", 0, 5, 10), 1)  # topic id id-1
+    tail = pa.Table.from_pylist(
+        [row("orders", 0, (0, 60, 3), 20, topic_id="id-2")], schema=_schemas()[SYNC_HISTORY]
+    ).select(COLUMNS)
+    history = read_history(warehouse, FLOW, Wanted(every=True), tail)
+    assert history.get("orders", 0) == PartitionHistory.of([OffsetRun(0, 60, 3)], 3)
+    assert history.topic_ids == {("orders", 0): "id-2"}
+
+
+def table(rows: list[dict[str, Any]]) -> Any:
+    return pa.Table.from_pylist(rows, schema=_schemas()[SYNC_HISTORY]).drop_columns(["flow"])
+
+
+def test_pruning_keeps_the_runs_above_the_log_start_and_each_partitions_latest_row() -> None:
+    rows = transactions("orders", 0, 10, 10) + transactions("orders", 1, 3, 10, history_start=100)
+    rows.append(row("orders", 1, (30, -1, 0), 200))  # a later transaction that moved the progress alone
+    rows.append(rows[7])  # a replayed ingest repeats a record's rows
+    kept = kept_rows(table(rows), {("orders", 0): 45, ("orders", 1): 1_000}, {"orders": "id-1"})
+    by_partition: dict[int, list[tuple[int, int]]] = {}
+    for r in kept.to_pylist():
+        by_partition.setdefault(r["partition"], []).append((r["source_first"], r["length"]))
+    # partition 0: the run 40-49 holds the log start 45, and every later one
+    assert by_partition[0] == [(40, 10), (50, 10), (60, 10), (70, 10), (80, 10), (90, 10)]
+    # partition 1: the source kept nothing below 1,000; the latest row holds the progress
+    assert by_partition[1] == [(30, 0)]
+    assert kept.column_names == table(rows).column_names
+    assert [(r["topic"], r["partition"], r["source_first"]) for r in kept.to_pylist()] == sorted(
+        (r["topic"], r["partition"], r["source_first"]) for r in kept.to_pylist()
+    )
+
+
+def test_pruning_drops_topics_deleted_on_the_source_and_earlier_incarnations() -> None:
+    rows = transactions("gone", 0, 3, 10) + transactions("orders", 0, 3, 10)
+    rows += [row("orders", 0, (0, 40, 5), 50, topic_id="id-2")]
+    kept = kept_rows(table(rows), {("orders", 0): 0}, {"orders": "id-2"})
+    assert [(r["topic"], r["topic_id"], r["source_first"]) for r in kept.to_pylist()] == [("orders", "id-2", 0)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_translation_after_pruning_equals_translation_before_it_at_and_above_the_log_start(seed: int) -> None:
+    rng = random.Random(seed)
+    rows, source, target = [], 0, 0
+    for history in range(300):
+        source += rng.choice([0, 0, 0, 1, 3])  # aborted records and markers on the source
+        length = rng.randint(1, 20)
+        rows.append(row("t", 0, (source, target, length), history))
+        source += length
+        target += length + 1
+    log_start = rng.randint(0, source)
+    before = build_history(FLOW, table(rows).select(COLUMNS)).get("t", 0)
+    after = build_history(FLOW, kept_rows(table(rows), {("t", 0): log_start}, {"t": "id-1"}).select(COLUMNS)).get(
+        "t", 0
+    )
+    assert len(after.runs) < len(before.runs) or log_start == 0
+    for offset in range(log_start, source + 5):
+        assert to_target(after, offset) == to_target(before, offset)
+    first_kept = after.runs[0].target_first
+    for offset in range(first_kept, target + 5):
+        assert to_source(after, offset) == to_source(before, offset)
+
+
+def test_a_read_of_no_partition_reads_nothing(tmp_path: Path) -> None:
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, transactions("orders", 0, 5, 10), 1)
+    history = read_history(warehouse, FLOW, Wanted({}), empty_tail())
+    assert history.partitions == [] and history.runs.num_rows == 0
+    assert read_history(Warehouse(tmp_path / "none"), FLOW, Wanted(every=True), empty_tail()).partitions == []

@@ -1,0 +1,100 @@
+"""Long-lived workers: the hand-over notices a copier that dies, a replaced copier's objects are
+collected, and a run is released once whichever threads release it."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+from typing import Any
+
+import pytest
+
+from srm.replication import resident
+from srm.replication.resident import ResidentCopier, freeze_heap
+from srm.sparkapp import ReplicationRun
+from tests.unit.test_ownership import flow
+
+
+class DyingCopier(ResidentCopier):
+    """A copier thread that ends (as after an error) when told to, without copying anything."""
+
+    def __init__(self) -> None:
+        job: Any = type("Job", (), {"transactional_id": "t-0", "lease": None})()
+        super().__init__(job)
+        self.die = threading.Event()
+
+    def run(self) -> None:
+        self.die.wait(10)
+        self._close()
+
+
+class DiesWhenCleared(threading.Event):
+    """The hand-over's event whose clear() lets the copier end first: the copier's last act (setting
+    the event) comes between the hand-over's look at the copier and its wait."""
+
+    def __init__(self, copier: DyingCopier) -> None:
+        super().__init__()
+        self.copier = copier
+
+    def clear(self) -> None:
+        self.copier.die.set()
+        self.copier.join(5)
+        super().clear()
+
+
+def test_the_hand_over_notices_a_copier_that_ends_while_it_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resident, "TAKE_TIMEOUT_S", 3.0)
+    copier = DyingCopier()
+    copier._taken = DiesWhenCleared(copier)
+    copier.start()
+    started = time.monotonic()
+    assert copier.take() == []  # the copier's final results: it copied nothing
+    assert time.monotonic() - started < 1.0, "the hand-over waited for a copier that was gone"
+
+
+def test_a_replaced_copiers_objects_are_collected_at_the_next_copiers_start() -> None:
+    class Copier:
+        pass
+
+    old = Copier()
+    old.self = old  # type: ignore[attr-defined]  # a cycle, as clients and callbacks make
+    ref = weakref.ref(old)
+    try:
+        freeze_heap()  # the old copier starts: it is alive and frozen with the rest
+        del old  # replaced: nothing refers to it any more
+        freeze_heap()  # the next copier starts
+        assert ref() is None, "the replaced copier stayed frozen for the life of the worker"
+    finally:
+        gc.unfreeze()
+
+
+def test_a_run_is_released_once_when_two_threads_release_it() -> None:
+    calls: list[str] = []
+    gate = threading.Barrier(8)
+
+    class Part:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.flow = flow()
+
+        def close(self) -> None:
+            calls.append(f"{self.name}.close")
+            time.sleep(0.05)
+
+        def stop(self) -> None:
+            calls.append(f"{self.name}.stop")
+
+    run = ReplicationRun(query=None, runner=Part("runner"), owner=Part("owner"))
+
+    def release() -> None:
+        gate.wait()
+        run._release()
+
+    threads = [threading.Thread(target=release) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert calls == ["runner.close", "owner.stop", "owner.close"]
