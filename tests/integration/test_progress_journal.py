@@ -27,9 +27,9 @@ from srm.internal_topics import (
     progress_topic_name,
 )
 from srm.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
+from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.ownership import copy_transactional_ids, fence_producers
 from srm.replication.progress import Progress, read_flow_progress
-from srm.replication.writer import PROGRESS_EVERY_S
 from srm.topics import broker_count, ensure_topic, list_offsets, partition_counts
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import latest_progress, target_records, wait_for

@@ -13,8 +13,8 @@ from srm import clients
 from srm.config import SrmConfig
 from srm.internal_topics import progress_topic_name
 from srm.records import ProgressRecord
+from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.lease import FIRST_LEASE_S
-from srm.replication.writer import PROGRESS_EVERY_S
 from srm.sparkapp import start_replication
 from srm.topics import create_partitions, ensure_topic, partition_counts, read_to_end
 from srm.warehouse import METRICS

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from srm.replication.job import OPEN_END, CopyRange, PartitionResult
+from srm.replication.journal import PROGRESS_EVERY_S, HistoryMark, ProgressJournal
 from srm.replication.partition_state import PartitionState
-from srm.replication.writer import PROGRESS_EVERY_S, HistoryMark, TargetWriter
 
 
 def state(partition: int, committed: int, next_offset: int, *, journaled: bool, progress_at: float) -> PartitionState:
@@ -20,8 +20,8 @@ def test_a_quiet_partition_gets_its_plain_record_once_its_journaled_one_is_old_e
     old = state(1, 50, 50, journaled=True, progress_at=now - PROGRESS_EVERY_S)
     moving = state(2, 50, 60, journaled=True, progress_at=now - 10)  # records not committed yet
     plain = state(3, 50, 50, journaled=False, progress_at=now - 10)  # its latest is the last word already
-    assert TargetWriter._quiet([recent, old, moving, plain], now) == [old]
-    assert TargetWriter._quiet([recent, old, moving, plain], now, settle=[recent]) == [recent, old]
+    assert ProgressJournal.quiet([recent, old, moving, plain], now) == [old]
+    assert ProgressJournal.quiet([recent, old, moving, plain], now, settle=[recent]) == [recent, old]
 
 
 def test_a_partition_blocked_by_a_loss_gets_a_plain_record_at_once_where_copying_stopped() -> None:
@@ -29,12 +29,12 @@ def test_a_partition_blocked_by_a_loss_gets_a_plain_record_at_once_where_copying
     offset before the loss, so the loss is reported again when the flow starts again."""
     blocked = state(0, 40, 90, journaled=True, progress_at=100.0)  # resumed at 40, the source begins at 90
     blocked.blocked = True
-    assert TargetWriter._quiet([blocked], 100.0) == [blocked]
+    assert ProgressJournal.quiet([blocked], 100.0) == [blocked]
     assert blocked.position == (40, "id")
     copying = state(1, 40, 45, journaled=False, progress_at=0.0)
     assert copying.position == (45, "id")
     blocked.journaled = False  # its plain record is written: nothing more
-    assert TargetWriter._quiet([blocked], 200.0) == []
+    assert ProgressJournal.quiet([blocked], 200.0) == []
 
 
 def test_a_partition_blocked_by_a_recreated_topic_keeps_the_old_topic_id_in_its_record() -> None:
@@ -64,17 +64,20 @@ def test_the_history_mark_follows_the_acknowledgements_and_sees_a_recreated_topi
 def test_a_restatement_is_pending_from_a_new_writer_or_a_restart_until_a_commit_did_it() -> None:
     """Journaled records may name a history that is gone when the history restarted, and a new
     writer cannot tell: either way the copier commits plain records without waiting for data."""
-    writer = object.__new__(TargetWriter)  # the bookkeeping only: no producer
-    writer.journal, writer.history_mark, writer.restated = True, HistoryMark(), -1
+    written: list[tuple[int, int]] = []
+    journal = ProgressJournal(True, lambda s, at: written.append((s.range.partition, at)))
     journaled = state(0, 50, 50, journaled=True, progress_at=100.0)
     plain = state(1, 50, 50, journaled=False, progress_at=100.0)
-    assert writer._restate_pending([journaled, plain])  # new: nothing committed by it yet
-    writer.restated = writer.history_mark.restarts  # as a commit that restated does
-    assert not writer._restate_pending([journaled, plain])
-    writer.history_mark.acked(40)
-    writer.history_mark.acked(0)  # the topic started over
-    assert writer._restate_pending([journaled])
-    assert not writer._restate_pending([plain])  # nothing names the history: nothing to restate
-    assert writer.restated == 1 and not writer._restate_pending([journaled])
-    writer.journal, writer.restated = False, -1  # available-now: every record is plain
-    assert not writer._restate_pending([journaled])
+    assert journal.restate_pending([journaled, plain])  # new: nothing committed by it yet
+    assert journal.restate([journaled, plain], (), journal.mark.restarts) == [journaled]
+    assert written == [(0, -1)]  # its plain record, in the transaction that restates
+    journal.restated = journal.mark.restarts  # as a commit that restated does
+    assert not journal.restate_pending([journaled, plain])
+    journal.mark.acked(40)
+    journal.mark.acked(0)  # the topic started over
+    assert journal.restate_pending([journaled])
+    assert not journal.restate_pending([plain])  # nothing names the history: nothing to restate
+    assert journal.restated == 1 and not journal.restate_pending([journaled])
+    available_now = ProgressJournal(False, lambda s, at: written.append((s.range.partition, at)))
+    assert not available_now.restate_pending([journaled])  # every record is plain
+    assert available_now.history_from() == -1 and journal.history_from() == 1

@@ -1,0 +1,102 @@
+"""A slot's producers on the target, kept in a Spark worker's client cache between tasks.
+
+Continuous mode with exactly_once alternates two transactional producers of the slot (ids
+``<slot>`` and ``<slot>.alt``): the next transaction starts on the other one at once. With one
+producer, the first records after a commit ask the coordinator to add their partitions while it is
+still writing the previous commit's markers; it answers CONCURRENT_TRANSACTIONS and librdkafka tries
+again 20 ms later, a wait every record of that transaction pays. A commit returns once its outcome
+is decided (PrepareCommit), so the other producer's records land after it in every partition, in
+order. Both are initialised when the pair is built, before the copier reads the ownership record
+(the fencing protocol).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple, Protocol
+
+from srm.replication.clientcache import ClientCache
+
+log = logging.getLogger(__name__)
+
+
+class DeliverySink(Protocol):
+    def on_delivery(self, error: Any, message: Any) -> None: ...
+
+
+class Router:
+    """Delivery reports of a cached producer go to whichever writer uses it now."""
+
+    def __init__(self) -> None:
+        self.sink: DeliverySink | None = None
+
+    def delivered(self, error: Any, message: Any) -> None:
+        if self.sink is not None:
+            self.sink.on_delivery(error, message)
+
+
+class RoutedProducer(NamedTuple):
+    """What the client cache keeps per transactional id: the producer and its reports' router."""
+
+    producer: Any
+    router: Router
+    transactional_id: str
+
+    def close(self) -> None:
+        # A producer in a fatal state may fail to close: what failed before matters, not this.
+        try:
+            self.producer.close()
+        except Exception as exc:
+            log.warning("closing a dropped producer failed (%s)", exc)
+
+
+class ProducerPair:
+    """The slot's producers (one, or two taking turns), built through ``cache`` by ``build`` under
+    the cache key ``key(transactional id)``, their delivery reports routed to ``sink``."""
+
+    def __init__(
+        self,
+        cache: ClientCache,
+        ids: tuple[str, ...],
+        key: Callable[[str], str],
+        build: Callable[[str], RoutedProducer],
+        sink: DeliverySink,
+    ) -> None:
+        self.cache = cache
+        self.key = key
+        self.turn = 0
+        self.producers: list[RoutedProducer] = []  # filled one by one: a failure drops those built
+        self._ids = ids
+        self._build = build
+        self._sink = sink
+
+    def start(self) -> None:
+        for tid in self._ids:
+            self.producers.append(self.cache.producer(self.key(tid), partial(self._build, tid)))
+        for routed in self.producers:
+            routed.router.sink = self._sink
+
+    @property
+    def producer(self) -> Any:
+        """The producer whose turn it is."""
+        return self.producers[self.turn].producer
+
+    @property
+    def transactional_id(self) -> str | None:
+        return self.producers[self.turn].transactional_id if self.producers else None
+
+    def advance(self) -> None:
+        """A transaction committed: the next one on the other producer."""
+        self.turn = (self.turn + 1) % len(self.producers)
+
+    def release(self) -> None:
+        """The writer is done: delivery reports no longer belong to it."""
+        for routed in self.producers:
+            routed.router.sink = None
+
+    def drop(self) -> None:
+        """The producers failed: closed and out of the cache, the next writer builds them afresh."""
+        for routed in self.producers:
+            self.cache.drop_producer(self.key(routed.transactional_id))

@@ -1,0 +1,233 @@
+"""The target writer's transactions without a broker: its producers are handed in through the
+client cache (fakes that acknowledge on flush, give offsets per partition and take a commit marker
+per partition a transaction touched), so commit, abort and fencing are checked on what reaches the
+target: records, history runs, progress records."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from srm.records import OffsetRunsRecord, ProgressRecord, is_opener
+from srm.replication.job import OPEN_END, CopyJob, CopyRange, Lease, PartitionResult
+from srm.replication.partition_state import PartitionState
+from srm.replication.producers import RoutedProducer, Router
+from srm.replication.writer import ProducerFencedError, TargetWriter, TransactionAborted
+from tests.unit.test_ownership import flow
+
+HISTORY, PROGRESS, REMOTE = "srm-offset-syncs.a.internal", "srm-offsets.a.internal", "a.t"
+
+
+@dataclass
+class Message:
+    _topic: str
+    _partition: int
+    _offset: int
+    _key: bytes | None
+    _value: bytes | None
+    _headers: Any = None
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def headers(self) -> Any:
+        return self._headers
+
+
+class FakeProducer:
+    """A transactional producer on a pretend target: offsets per partition, one commit marker per
+    partition a transaction touched, its records visible once committed."""
+
+    def __init__(self, delivered: Any, offsets: dict[tuple[str, int], int], visible: list[list[Message]]) -> None:
+        self.delivered = delivered  # the producer-wide delivery callback
+        self.offsets = offsets  # shared by both producers of a slot: one target
+        self.visible = visible  # committed transactions, in commit order (shared too)
+        self.pending: list[tuple[Any, Message]] = []
+        self.open: list[Message] = []
+        self.aborted = 0
+        self.fail_delivery: dict[str, KafkaError] = {}  # topic -> error of its records
+        self.fail_commit: KafkaException | None = None
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = 0, **kw: Any) -> None:
+        where = (topic, partition)
+        message = Message(topic, partition, self.offsets[where], key, value, kw.get("headers"))
+        self.offsets[where] += 1
+        self.open.append(message)
+        self.pending.append((kw.get("on_delivery") or self.delivered, message))
+
+    def flush(self, timeout: float = 0) -> int:
+        pending, self.pending = self.pending, []
+        for callback, message in pending:
+            callback(self.fail_delivery.get(message.topic()), message)
+        return 0
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def begin_transaction(self) -> None:
+        self.open = []
+
+    def commit_transaction(self, timeout: float = 0) -> None:
+        if self.fail_commit is not None:
+            raise self.fail_commit
+        self.flush()  # librdkafka flushes before it commits, serving the delivery reports
+        self._markers()
+        self.visible.append(self.open)
+
+    def abort_transaction(self, timeout: float = 0) -> None:
+        self._markers()
+        self.aborted += 1
+
+    def _markers(self) -> None:
+        for where in {(m.topic(), m.partition()) for m in self.open}:
+            self.offsets[where] += 1
+
+    def close(self) -> None:
+        pass
+
+
+class FakeCache:
+    """The client cache of a Spark worker, handing out fake producers."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[tuple[str, int], int] = defaultdict(int)
+        self.visible: list[list[Message]] = []
+        self.producers: dict[str, FakeProducer] = {}
+        self.dropped: list[str] = []
+
+    def producer(self, key: str, build: Any) -> RoutedProducer:
+        router = Router()
+        fake = FakeProducer(router.delivered, self.offsets, self.visible)
+        self.producers[key] = fake
+        return RoutedProducer(fake, router, key)
+
+    def drop_producer(self, key: str) -> None:
+        self.dropped.append(key)
+
+    def client(self, key: Any, build: Any) -> Any:
+        return object()
+
+
+def job(*, continuous: bool) -> CopyJob:
+    f = flow()
+    source, target = _clusters()  # never contacted
+    lease = Lease(1, 30.0, 100) if continuous else None
+    r = CopyRange("t", 0, 0, OPEN_END, "id-1", REMOTE)
+    return CopyJob(f, source, target, 0, (r,), HISTORY, PROGRESS, 1, "run-1", 0, lease=lease)
+
+
+def _clusters() -> tuple[Any, Any]:
+    from srm.config import parse_config
+    from tests.unit.test_ownership import CONFIG
+
+    config, _ = parse_config(CONFIG, "srm.yaml")
+    assert config is not None
+    return config.cluster("a"), config.cluster("b")
+
+
+def partition_state(copy: CopyJob) -> PartitionState:
+    r = copy.ranges[0]
+    state = PartitionState(r, PartitionResult(r.topic, r.partition, r.target_topic, r.end), 0, 0, r.topic_id)
+    state.committed_at = 0.0
+    return state
+
+
+def copy(writer: TargetWriter, state: PartitionState, offsets: list[int]) -> None:
+    """What the copy loop does with source records at ``offsets``."""
+    for offset in offsets:
+        if not writer.in_transaction:
+            writer.begin_with(state)
+        writer.producer.produce(REMOTE, b"v%d" % offset, key=b"k", partition=0, on_delivery=writer.reporters[state])
+        state.produced.append(offset)
+        state.next_offset = offset + 1
+    writer.produced(len(offsets), 2 * len(offsets))
+
+
+def visible(cache: FakeCache) -> list[Message]:
+    return [m for txn in cache.visible for m in txn]
+
+
+def history_runs(cache: FakeCache) -> list[tuple[tuple[int, int, int], ...]]:
+    return [OffsetRunsRecord.from_message(m).runs for m in visible(cache) if m.topic() == HISTORY and not is_opener(m)]
+
+
+def progress(cache: FakeCache) -> list[ProgressRecord]:
+    return [ProgressRecord.from_message(m) for m in visible(cache) if m.topic() == PROGRESS]
+
+
+def test_a_commit_makes_the_records_their_exact_runs_and_the_progress_visible_together() -> None:
+    cache, copy_job = FakeCache(), job(continuous=True)
+    writer = TargetWriter(copy_job, cache)  # type: ignore[arg-type]
+    state = partition_state(copy_job)
+    writer.track([state])
+    copy(writer, state, [0, 1, 2, 4])  # 3: an aborted record or a marker on the source
+    writer.commit([state])
+    assert [m.value() for m in visible(cache) if m.topic() == REMOTE] == [b"v0", b"v1", b"v2", b"v4"]
+    assert history_runs(cache) == [((0, 0, 3), (4, 3, 1))]
+    # A new writer's first commit writes the progress plain, and restates it (it cannot tell
+    # whether the history its partitions' journaled records name still exists).
+    assert [(r.next_offset, r.journaled) for r in progress(cache)] == [(5, False), (5, False)]
+    assert state.committed == 5 and state.result.runs == [(0, 0, 3), (4, 3, 1)]
+    # the next transaction goes to the slot's other producer; its target offsets follow the marker
+    assert writer.producer is cache.producers[copy_job.transactional_ids[1]]
+    copy(writer, state, [5, 6])
+    writer.commit([state])
+    assert history_runs(cache)[-1] == ((5, 5, 2),)  # 4: the first commit's marker
+    # continuous: now journaled, from where its history records are
+    last = progress(cache)[-1]
+    assert (last.next_offset, last.journaled) == (7, True)
+    assert last.history_from >= 0
+    copy(writer, state, [7])
+    writer.commit([state])
+    assert history_runs(cache)[-1] == ((7, 8, 1),)
+    assert len(progress(cache)) == 3, "no record within PROGRESS_EVERY_S: the history holds the position"
+
+
+def test_a_record_that_is_not_delivered_aborts_the_transaction_and_nothing_becomes_visible() -> None:
+    cache, copy_job = FakeCache(), job(continuous=False)
+    writer = TargetWriter(copy_job, cache)  # type: ignore[arg-type]
+    state = partition_state(copy_job)
+    writer.track([state])
+    copy(writer, state, [0, 1])
+    writer.producer.fail_delivery[REMOTE] = KafkaError(KafkaError._MSG_TIMED_OUT)
+    with pytest.raises(TransactionAborted):
+        writer.commit([state])
+    assert writer.producer.aborted == 1 and not writer.in_transaction
+    assert visible(cache) == [] and state.committed == 0
+    assert state.rewind() == 0  # the copier reads again from the committed progress
+    writer.producer.fail_delivery.clear()
+    copy(writer, state, [0, 1])
+    writer.commit([state])
+    assert [m.value() for m in visible(cache) if m.topic() == REMOTE] == [b"v0", b"v1"]
+    assert history_runs(cache) == [((0, 3, 2),)]  # after the aborted transaction's 2 records and marker
+    assert writer.usable
+
+
+def test_a_fenced_writer_drops_its_producers_and_says_a_newer_writer_took_over() -> None:
+    cache, copy_job = FakeCache(), job(continuous=True)
+    writer = TargetWriter(copy_job, cache)  # type: ignore[arg-type]
+    state = partition_state(copy_job)
+    writer.track([state])
+    copy(writer, state, [0])
+    writer.producer.fail_commit = KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+    with pytest.raises(ProducerFencedError, match="fenced while committing a transaction"):
+        writer.commit([state])
+    assert not writer.usable
+    assert sorted(cache.dropped) == sorted(copy_job.transactional_ids)
+    assert visible(cache) == [] and state.committed == 0
