@@ -7,10 +7,11 @@ starts or a coordinator moves and clear within seconds.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from srm.errors import ClusterUnreachableError, SrmError
 
@@ -30,10 +31,11 @@ RETRIABLE = (
     "REQUEST_TIMED_OUT",
     "_TRANSPORT",
     "_ALL_BROKERS_DOWN",
-    # A leader that just restarted answers with an epoch its client has not seen yet: metadata
-    # catches up within a refresh (Kafka's own clients retry both).
+    # A broker restarted since the client learnt its partitions' leader epochs: the client's
+    # requests carry the old epoch (see ``retrying``'s ``refresh``).
     "FENCED_LEADER_EPOCH",
     "UNKNOWN_LEADER_EPOCH",
+    "_NOENT",  # an admin call's "Failed to query partition leaders: No leaders found" (an election)
 )
 
 
@@ -53,16 +55,35 @@ def acl_hint(error: Any, needed: str | None) -> str:
     return detail
 
 
-def retrying(call: Callable[[], T], what: str, timeout_s: float = RETRY_FOR_S, *, needed: str | None = None) -> T:
+def retrying(
+    call: Callable[[], T],
+    what: str,
+    timeout_s: float = RETRY_FOR_S,
+    *,
+    needed: str | None = None,
+    refresh: Callable[[], object] | None = None,
+) -> T:
     """``call()``; retriable KafkaExceptions are retried until ``timeout_s`` (then
     ClusterUnreachableError), others raise SrmError. ``needed`` (see :func:`needs`) tells, on an
-    authorization failure, which ACL the call needs."""
+    authorization failure, which ACL the call needs; ``refresh`` renews the client's metadata
+    before each further attempt.
+
+    An admin client's metadata (partition leaders and their epochs) is renewed only when asked:
+    after a broker restart, a long-lived one kept sending the old leader epoch (refused with
+    FENCED_LEADER_EPOCH) or kept the "no leader" it saw during the election, for minutes, while a
+    new client succeeded at once (bench.soak, the target's broker restarted under a driver)."""
     from confluent_kafka import KafkaException
+
+    def before_sleep(state: RetryCallState) -> None:
+        if refresh is not None:
+            with contextlib.suppress(KafkaException):  # the next attempt says what is wrong
+                refresh()
 
     attempts = Retrying(
         retry=retry_if_exception(lambda exc: isinstance(exc, KafkaException) and _retriable(exc.args[0])),
         stop=stop_after_delay(timeout_s),
         wait=wait_exponential(multiplier=BACKOFF_S, min=BACKOFF_S, max=MAX_BACKOFF_S),
+        before_sleep=before_sleep,
         reraise=True,
     )
     try:

@@ -33,7 +33,12 @@ def _resolve(futures: dict[Any, Any]) -> dict[Any, Any]:
 
 
 def _admin(request: Callable[[], dict[Any, Any]], what: str, admin: Any, needed: str) -> dict[Any, Any]:
-    return retrying(lambda: _resolve(request()), _on(admin, what), needed=needed)
+    return retrying(
+        lambda: _resolve(request()),
+        _on(admin, what),
+        needed=needed,
+        refresh=lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
+    )
 
 
 def _on(admin: Any, what: str) -> str:

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import shlex
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -59,6 +60,8 @@ def main() -> None:
         args.prune_seconds,
         args.checkpoint_seconds,
     )
+    # SIGTERM ends the soak as Ctrl-C does: its clusters and its job are stopped on the way out.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)

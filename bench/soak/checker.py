@@ -101,9 +101,12 @@ class Checker(threading.Thread):
             self.watches.append((after_ms, done, arrival))
         return done, arrival
 
-    def minute_latencies(self, minute: int) -> list[float]:
+    def latencies_before(self, minute: int) -> list[float]:
+        """The latencies of the records that arrived before wall-clock ``minute`` (minutes since
+        the epoch) and were not taken yet."""
         with self._lock:
-            return list(self.latencies.pop(minute, array("d")))
+            done = [m for m in self.latencies if m < minute]
+            return [value for m in done for value in self.latencies.pop(m)]
 
     def snapshot(self) -> dict[Key, PartitionCheck]:
         with self._lock:

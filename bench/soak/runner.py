@@ -95,6 +95,7 @@ class Soak:
         self.outcome = Outcome(options=asdict(options))
         self.started = 0.0
         self.last_pass: PassResult | None = None
+        self.last_translate_s: float | None = None
 
     def _config(self) -> dict[str, Any]:
         p = free_ports(4)
@@ -183,7 +184,7 @@ class Soak:
             worker.start()
         background = [
             threading.Thread(target=fn, daemon=True, name=fn.__name__)
-            for fn in (self._faults, self._checkpoints, self._prunes)
+            for fn in (self._faults, self._checkpoints, self._prunes, self._translations)
         ]
         for thread in background:
             thread.start()
@@ -216,16 +217,14 @@ class Soak:
             log.warning("committing the groups' positions failed: %s", exc)
 
     def _sample(self, at_s: float) -> Sample:
-        job_rss, job_pss = tree_mb(self.job.pid())
-        brokers = [tree_mb(b.pid())[0] for b in self.brokers]
-        minute = int(time.time() * 1000 // 60_000) - 1  # the last complete minute
-        values = self.checker.minute_latencies(minute)
+        job_rss, job_pss, job_processes = tree_mb(self.job.pid())
+        brokers = [tree_mb(b.pid())[0] for b in self.brokers]  # each a single JVM
+        values = self.checker.latencies_before(int(time.time() // 60))  # every complete minute not taken
         p50, p99 = latency(values)
         warehouse = Warehouse(self.config.storage.warehouse)
         rows = warehouse.scan(SYNC_HISTORY, None, ["topic"])
         topic_dir = self.brokers[1].data / f"{history_topic_name(self.flow)}-0"
         last = self.last_pass
-        group = groups.names(1)[0]
         return Sample(
             minute=round(at_s / 60, 2),
             job_rss_mb=job_rss,
@@ -237,10 +236,11 @@ class Soak:
             history_rows=0 if rows is None else rows.num_rows,
             checkpoint_pass_s=None if last is None else last.seconds,
             checkpoint_peak_pss_mb=None if last is None else last.peak_pss_mb,
-            translate_s=timed(lambda: translate(self.config, self.flow, "forward", groups=[group], live=True)),
+            translate_s=self.last_translate_s,
             p50_ms=p50,
             p99_ms=p99,
             records=len(values),
+            job_processes=job_processes,
         )
 
     # --- background schedules -----------------------------------------------------------------
@@ -274,6 +274,15 @@ class Soak:
             self.outcome.passes.append(result)
             if result.exit_code == 0:
                 self.last_pass = result
+
+    def _translations(self) -> None:
+        """A group translated live every minute (what ``srm-control translate --live`` does), timed
+        here rather than in the sampler, which must not wait for it."""
+        group = groups.names(1)[0]
+        while not self.stopping.wait(60.0):
+            self.last_translate_s = timed(
+                lambda: translate(self.config, self.flow, "forward", groups=[group], live=True)
+            )
 
     def _prunes(self) -> None:
         while not self.stopping.wait(self.options.prune_s):

@@ -43,17 +43,18 @@ class Sample:
     p50_ms: float | None
     p99_ms: float | None
     records: int  # arrivals over the minute
+    job_processes: list[tuple[str, float]]  # (what, PSS MiB) of each process of the job's tree
 
     def row(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def tree_mb(pid: int | None) -> tuple[float, float]:
-    """(RSS, PSS) in MiB of ``pid``'s process tree; (0, 0) when it is not running."""
+def tree_mb(pid: int | None) -> tuple[float, float, list[tuple[str, float]]]:
+    """(RSS, PSS, [(process, PSS)]) in MiB of ``pid``'s process tree; zeros when it is not running."""
     if pid is None:
-        return 0.0, 0.0
+        return 0.0, 0.0, []
     found = sample(pid)
-    return round(found.rss_mb, 1), round(found.pss_mb, 1)
+    return round(found.rss_mb, 1), round(found.pss_mb, 1), list(found.processes)
 
 
 def folder_mb(path: Path, pattern: str = "*") -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from srm import clients
 from srm.config.model import Flow, SrmConfig
 from srm.heartbeats import heartbeats_topic
-from srm.internal_topics import InternalTopic, ensure_internal_topic, flow_internal_topics
+from srm.internal_topics import InternalTopic, checkpoints_topic, ensure_internal_topic, flow_internal_topics
 from srm.topics import broker_count
 
 META_TOPIC = "srm-meta.internal"
@@ -17,11 +17,10 @@ def meta_topic(flow: Flow) -> InternalTopic:
 
 def flow_topics(flow: Flow) -> list[InternalTopic]:
     """History and MM2 offset syncs, checkpoints both ways, heartbeats on both sides, srm-meta."""
-    checkpoints = flow.settings.checkpoints_topic_replication_factor
     return [
         *flow_internal_topics(flow),
-        InternalTopic(flow.policy.checkpoints_topic(flow.source), flow.target, "compact", checkpoints),
-        InternalTopic(flow.policy.checkpoints_topic(flow.target), flow.source, "compact", checkpoints),
+        checkpoints_topic(flow, flow.source, flow.target),
+        checkpoints_topic(flow, flow.target, flow.source),
         heartbeats_topic(flow, flow.source),
         heartbeats_topic(flow, flow.target),
         meta_topic(flow),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from srm.replication.runs import OffsetRun
 
@@ -40,13 +41,24 @@ class PartitionHistory:
     def empty(self) -> bool:
         return not self.runs
 
+    @cached_property
+    def source_firsts(self) -> list[int]:
+        """The runs' first source offsets (the bisect keys of ``to_target``), computed once."""
+        return [r.source_first for r in self.runs]
+
+    @cached_property
+    def by_target(self) -> tuple[list[OffsetRun], list[int]]:
+        """The runs sorted by target offset and their first target offsets (for ``to_source``)."""
+        ordered = sorted(self.runs, key=lambda r: r.target_first)
+        return ordered, [r.target_first for r in ordered]
+
 
 def to_target(history: PartitionHistory, upstream: int) -> int | None:
     """Target offset to resume at for a group at source offset ``upstream``; None if nothing was copied."""
     runs = history.runs
     if not runs:
         return None
-    index = bisect.bisect_right([r.source_first for r in runs], upstream) - 1
+    index = bisect.bisect_right(history.source_firsts, upstream) - 1
     if index >= 0 and upstream < runs[index].source_end:
         run = runs[index]
         return run.target_first + (upstream - run.source_first)
@@ -58,10 +70,10 @@ def to_target(history: PartitionHistory, upstream: int) -> int | None:
 
 def to_source(history: PartitionHistory, downstream: int) -> int | None:
     """Source offset to resume at for a group at target offset ``downstream``; None if nothing was copied."""
-    runs = sorted(history.runs, key=lambda r: r.target_first)
+    runs, firsts = history.by_target
     if not runs:
         return None
-    index = bisect.bisect_right([r.target_first for r in runs], downstream) - 1
+    index = bisect.bisect_right(firsts, downstream) - 1
     if index >= 0 and downstream < runs[index].target_end:
         run = runs[index]
         return run.source_first + (downstream - run.target_first)

@@ -31,6 +31,23 @@ def test_retriable_errors_are_retried_until_the_call_succeeds() -> None:
     assert len(calls) == 3
 
 
+def test_a_restarted_brokers_leaders_are_asked_for_again_before_each_further_attempt() -> None:
+    """After a broker restart a long-lived admin client sends the old leader epoch, or keeps the
+    "no leaders found" it saw during the election, until its metadata is renewed: the retry renews it."""
+    renewed: list[int] = []
+    calls: list[int] = []
+
+    def call() -> str:
+        calls.append(1)
+        if not renewed:  # refused until the metadata is renewed, however often it is tried
+            code = KafkaError._NOENT if len(calls) == 1 else KafkaError.FENCED_LEADER_EPOCH
+            raise KafkaException(KafkaError(code))
+        return "ok"
+
+    assert retrying(call, "cannot list offsets of t", refresh=lambda: renewed.append(1)) == "ok"
+    assert (len(calls), len(renewed)) == (2, 1)
+
+
 def test_a_partition_without_its_leader_yet_is_retried() -> None:
     """Right after a topic is created (or its leader moves) listing its offsets fails with Kafka's
     NOT_LEADER_OR_FOLLOWER, which librdkafka names NOT_LEADER_FOR_PARTITION and does not flag retriable."""
