@@ -125,7 +125,7 @@ bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check the
 test: install jars browser compose-cli lint  ## install and run the whole test suite (lint, types, unit, integration)
 	$(BIN)/pytest -m "not bench and not compose"
 
-test-bench: install jars  ## smoke runs of make bench-quick, bench.eos_floor and bench.broker_load --profile (~10 min) checked by tests; CI runs it after make test
+test-bench: install jars  ## smoke runs of make bench-quick, bench.eos_floor, bench.broker_load --profile and a 4-minute bench.soak (~15 min) checked by tests; CI runs it after make test
 	$(BIN)/pytest -m bench tests/bench
 
 test-unit: install  ## only the tests that need no broker

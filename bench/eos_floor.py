@@ -1,16 +1,18 @@
 """What exactly-once costs in latency on these brokers: ours, Kafka's textbook pattern and MirrorMaker 2.
 
-    .venv/bin/python -m bench.eos_floor [--rounds 3] [--rate 5000] [--seconds 30] [--partitions 8]
+    .venv/bin/python -m bench.eos_floor [--rounds 3] [--rate 5000] [--seconds 30] [--partitions 8] [--tools a,b]
 
-Each round runs ``bench.latency``'s load (warm-up included) once with each of four tools on the
-local clusters (``make kafka-up``): ours (exactly once, its defaults), ``bench.textbook_copier``
+Each round runs ``bench.latency``'s load (warm-up included) once with each of five tools on the
+local clusters (``make kafka-up``; ``--tools`` picks some): ours (exactly once, its defaults), ours
+with ``exactly_once: false`` (at least once, as MirrorMaker 2), ``bench.textbook_copier``
 (Kafka's own consume-transform-produce in transactions, with nothing of ours: no Spark, no
 history, no progress, no ownership), the same copier in Java (``bench/TextbookCopier.java``: Kafka's
 own clients, which speak transactions v2, KIP-890 part 2, where librdkafka speaks v1), and
 MirrorMaker 2 (at least once, its defaults). Each round starts with the next tool, so no tool
 always runs first or last. Prints JSON: each run's p50/p95/p99/max and the records read against
 those sent (the textbook copiers' also the transactions they committed), per tool the median of
-the rounds, and where the tools' logs are kept. The textbook copiers' figures are what a copier
+the rounds, per round ours' p99 over that of the tool of the same guarantee (``p99_ratios``), and
+where the tools' logs are kept. The textbook copiers' figures are what a copier
 built on Kafka transactions gets here, in either version of the protocol; MirrorMaker 2 waits for
 no commit. Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
 """
@@ -31,6 +33,17 @@ FIGURES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 COUNTS = ("records", "sent")
 TEXTBOOK = "textbook_exactly_once"
 TEXTBOOK_JAVA = "textbook_exactly_once_java"
+AT_LEAST_ONCE = "ours_at_least_once"
+# Per round, how ours compares with the tool of the same guarantee: exactly once with the textbook
+# copiers (Kafka transactions alone), at least once with MirrorMaker 2.
+PAIRS = {
+    "ours_vs_textbook": ("ours_exactly_once", TEXTBOOK),
+    "ours_vs_textbook_java": ("ours_exactly_once", TEXTBOOK_JAVA),
+    "ours_at_least_once_vs_mirrormaker2": (AT_LEAST_ONCE, "mirrormaker2"),
+}
+
+
+TOOL_NAMES = ("ours_exactly_once", TEXTBOOK, TEXTBOOK_JAVA, "mirrormaker2", AT_LEAST_ONCE)
 
 
 def tools(config_path: Path, workdir: Path, partitions: int) -> dict[str, latency.Start]:
@@ -40,6 +53,8 @@ def tools(config_path: Path, workdir: Path, partitions: int) -> dict[str, latenc
         TEXTBOOK: lambda topic: replicators.textbook(config_path, workdir, topic, partitions),
         TEXTBOOK_JAVA: lambda topic: replicators.textbook_java(source, target, workdir, topic, partitions),
         "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, partitions),
+        # ours with exactly_once: false (an idempotent producer, no transactions): MM2's guarantee
+        AT_LEAST_ONCE: lambda topic: replicators.ours(config_path, workdir, topic, settings={"exactly_once": False}),
     }
 
 
@@ -52,9 +67,11 @@ def committed(workdir: Path) -> int | None:
     return int(found[1]) if found else None
 
 
-def measure(config_path: Path, load: latency.Load, rounds: int, workdir: Path) -> dict[str, Any]:
+def measure(
+    config_path: Path, load: latency.Load, rounds: int, workdir: Path, only: list[str] | None = None
+) -> dict[str, Any]:
     source, target = latency.clusters(config_path)
-    starts = list(tools(config_path, workdir, load.partitions).items())
+    starts = [(n, s) for n, s in tools(config_path, workdir, load.partitions).items() if not only or n in only]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in starts}
     for round_ in range(rounds):
         for name, start in starts[round_ % len(starts) :] + starts[: round_ % len(starts)]:
@@ -67,18 +84,32 @@ def measure(config_path: Path, load: latency.Load, rounds: int, workdir: Path) -
         "rounds": rounds,
         "median": {name: {k: statistics.median(r[k] for r in rs) for k in FIGURES} for name, rs in runs.items()},
         "runs": runs,
+        "p99_ratios": ratios(runs),
         "logs": str(workdir),
+    }
+
+
+def ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list[float]]:
+    """Per round, ours' p99 over the other tool's of the same guarantee (PAIRS), where both ran."""
+    return {
+        name: [round(a["p99_ms"] / b["p99_ms"], 2) for a, b in zip(runs[ours], runs[other], strict=True)]
+        for name, (ours, other) in PAIRS.items()
+        if ours in runs and other in runs
     }
 
 
 def main() -> None:
     parser = latency.load_arguments(__doc__.split("\n")[0], seconds=30)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tool (default %(default)s)")
+    parser.add_argument("--tools", help="comma-separated, of: " + ", ".join(TOOL_NAMES) + " (default: all)")
     args = parser.parse_args()
+    only = args.tools.split(",") if args.tools else None
+    if only and set(only) - set(TOOL_NAMES):
+        parser.error(f"--tools: unknown {sorted(set(only) - set(TOOL_NAMES))}")
     load = latency.Load(args.rate, args.seconds, args.partitions, args.warmup_seconds)
     workdir = local_dir() / "eos-floor" / time.strftime("%Y%m%d-%H%M%S")
     workdir.mkdir(parents=True)
-    print(json.dumps(measure(Path(args.config), load, args.rounds, workdir), indent=2))
+    print(json.dumps(measure(Path(args.config), load, args.rounds, workdir, only), indent=2))
 
 
 if __name__ == "__main__":

@@ -945,6 +945,14 @@ def render(results: dict[str, Any]) -> str:
                     "",
                 ]
             sections += lines
+    sections += [
+        "## Endurance",
+        "",
+        "A continuous flow for hours under a schedule of faults, checked record by record, with memory,",
+        "history bytes, checkpoint passes and latency sampled every minute: [SOAK.md](SOAK.md)",
+        "(`python -m bench.soak --minutes 125 --out bench`, run by hand: not part of `make bench`).",
+        "",
+    ]
     return "\n".join(sections)
 
 

@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 # The exact sync history is the durable buffer between a transaction and the warehouse table
 # that keeps the whole history; a week covers any outage of the warehouse ingest.
 HISTORY_RETENTION_MS = 7 * 24 * 3600 * 1000
+HISTORY_SEGMENT_MS = 10 * 60 * 1000
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,16 @@ def history_topic_name(flow: Flow) -> str:
 
 
 def history_topic(flow: Flow) -> InternalTopic:
+    """The exact sync history on the target. The prune deletes its records once they are in the
+    warehouse (srm.offsets.retention); a broker removes a segment from disk only once all of it lies
+    below the topic's log-start offset, and with Kafka's default segments (1 GiB, 7 days) that took
+    days: a segment every 10 minutes keeps the topic on disk to what is not pruned yet."""
     return InternalTopic(
         name=history_topic_name(flow),
         cluster=flow.target,
         cleanup_policy="delete",
         replication_factor=flow.settings.offset_syncs_topic_replication_factor,
-        config={"retention.ms": str(HISTORY_RETENTION_MS)},
+        config={"retention.ms": str(HISTORY_RETENTION_MS), "segment.ms": str(HISTORY_SEGMENT_MS)},
     )
 
 

@@ -159,6 +159,14 @@ def secrets_conf(master: str, clusters: tuple[Cluster, ...]) -> dict[str, str]:
 SESSION_CONF = {
     "spark.python.worker.reuse": "true",
     "spark.sql.shuffle.partitions": "4",
+    # A continuous replication job runs a Spark job per lease, for as long as it runs. Spark's status
+    # store keeps 1,000 jobs and stages and 100,000 tasks by default, in the driver's heap: hours of
+    # growth (bench.soak) before the first is dropped. A few of each are enough to look at.
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "1000",
+    "spark.sql.ui.retainedExecutions": "50",
+    "spark.ui.retainedDeadExecutors": "10",
 }
 
 

@@ -25,6 +25,8 @@ from srm import clients
 from srm.config import load_config
 from srm.internal_topics import history_topic_name
 from srm.local import LocalClusters
+from srm.maintenance.compaction import maintain
+from srm.maintenance.metrics_rollup import roll_up
 from srm.offsets.api import translate
 from srm.offsets.retention import HistoryPruner
 from srm.topics import ensure_topic, list_offsets
@@ -289,10 +291,15 @@ class Soak:
             self._prune()
 
     def _prune(self) -> None:
+        """The maintenance DAG's warehouse steps: the history's prune, the metrics rollup and the
+        tables' compaction (each table at most once an hour)."""
         try:
             HistoryPruner(load_config(self.config_path), self.flow).prune()
         except Exception as exc:  # a broker is being restarted: the next prune
             log.warning("pruning the sync history failed: %s", exc)
+        warehouse = Warehouse(self.config.storage.warehouse)
+        roll_up(warehouse, self.flow)
+        maintain(warehouse)
 
     # --- the end ------------------------------------------------------------------------------
     def _finish(self) -> None:
