@@ -54,7 +54,7 @@ def tools(config_path: Path, workdir: Path, partitions: int) -> dict[str, latenc
         TEXTBOOK_JAVA: lambda topic: replicators.textbook_java(source, target, workdir, topic, partitions),
         "mirrormaker2": latency.start_mirrormaker2(config_path, workdir, partitions),
         # ours with exactly_once: false (an idempotent producer, no transactions): MM2's guarantee
-        AT_LEAST_ONCE: lambda topic: replicators.ours(config_path, workdir, topic, settings={"exactly_once": False}),
+        AT_LEAST_ONCE: lambda topic: replicators.ours(config_path, workdir, topic, exactly_once=False),
     }
 
 

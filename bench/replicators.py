@@ -32,9 +32,15 @@ from srm.sparkapp import spark_submit_command, submit_environment
 
 
 def ours(
-    config_path: Path, workdir: Path, topics: str, tasks: int = 2, settings: dict[str, Any] | None = None
+    config_path: Path,
+    workdir: Path,
+    topics: str,
+    tasks: int = 2,
+    settings: dict[str, Any] | None = None,
+    *,
+    exactly_once: bool = True,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    path, source, target = flow_config(config_path, workdir, topics, True, tasks, **(settings or {}))
+    path, source, target = flow_config(config_path, workdir, topics, exactly_once, tasks, **(settings or {}))
     command = spark_submit_command(
         "replicate.py", ["--source", source, "--target", target, "--mode", "continuous", "--config", str(path)]
     )

@@ -42,7 +42,9 @@ class Load(threading.Thread):
 
     def __init__(self, source: Cluster, rate: int, partitions: Any) -> None:
         super().__init__(name="soak-load", daemon=True)
-        self.producer = clients.producer(source, **{"enable.idempotence": True, "linger.ms": 5})
+        # Partitions added during the run are learnt within 10 s (librdkafka: every 5 min by default).
+        settings = {"enable.idempotence": True, "linger.ms": 5, "topic.metadata.refresh.interval.ms": 10_000}
+        self.producer = clients.producer(source, **settings)
         self.rate = rate
         self.partitions = partitions  # () -> dict[str, int]
         self.stop = threading.Event()
@@ -50,9 +52,17 @@ class Load(threading.Thread):
         self.failed: dict[Key, set[int]] = defaultdict(set)
         self.acked: dict[Key, int] = {}  # highest sequence acknowledged per partition
         self.sent = 0
+        self.error: BaseException | None = None
         self._lock = threading.Lock()
 
     def run(self) -> None:
+        try:
+            self._produce()
+        except BaseException as exc:  # the soak checks it every minute and stops with it
+            self.error = exc
+            raise
+
+    def _produce(self) -> None:
         started, written = time.monotonic(), 0
         while not self.stop.is_set():
             keys = [(t, p) for t, n in sorted(self.partitions().items()) for p in range(n)]
@@ -65,8 +75,9 @@ class Load(threading.Thread):
         self.producer.flush(120)
 
     def _send(self, key: Key) -> None:
+        from confluent_kafka import KafkaException
+
         sequence = self.next_seq[key]
-        self.next_seq[key] = sequence + 1
 
         def delivered(error: Any, message: Any) -> None:
             with self._lock:
@@ -81,6 +92,11 @@ class Load(threading.Thread):
                 break
             except BufferError:  # a broker is down: wait for room instead of dropping the record
                 self.producer.poll(0.1)
+            except KafkaException as exc:
+                if exc.args[0].name() != "_UNKNOWN_PARTITION":
+                    raise
+                return  # a partition just added, not in the producer's metadata yet: its turn comes again
+        self.next_seq[key] = sequence + 1
         self.sent += 1
 
     def delivered(self) -> dict[Key, int]:

@@ -203,6 +203,8 @@ class Soak:
         next_minute = 60.0
         while self.elapsed() < end_s:
             time.sleep(min(1.0, max(0.0, next_minute - self.elapsed())))
+            if self.load.error is not None:
+                raise RuntimeError(f"the soak's load stopped: {self.load.error!r}")
             if self.elapsed() < next_minute:
                 continue
             self._commit_groups(group_names)

@@ -1,4 +1,4 @@
-"""``python -m bench.soak`` end to end, short: a continuous flow under four kinds of fault copies every
+"""``python -m bench.soak`` end to end, short: a continuous flow under five kinds of fault copies every
 record once and in order, the flow goes on after each fault, its sync history follows the source's
 retention, and every group fails over without re-reading or skipping a record."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from tests.bench.local import ROOT
 
-KINDS = "kill_worker,add_topic,restart_target,kill_driver"
+KINDS = "kill_worker,add_partitions,restart_target,kill_driver,add_topic"
 
 
 @pytest.mark.integration
@@ -20,8 +20,8 @@ KINDS = "kill_worker,add_topic,restart_target,kill_driver"
 @pytest.mark.timeout(1200)
 def test_a_four_minute_soak_loses_and_duplicates_nothing_and_prunes_the_history() -> None:
     command = [sys.executable, "-m", "bench.soak", "--minutes", "4", "--rate", "500", "--topics", "2"]
-    command += ["--partitions", "4", "--groups", "10", "--retention-minutes", "1.5", "--faults", "4"]
-    command += ["--kinds", KINDS, "--warmup-seconds", "40", "--prune-seconds", "45", "--checkpoint-seconds", "40"]
+    command += ["--partitions", "4", "--groups", "10", "--retention-minutes", "1.5", "--faults", "5"]
+    command += ["--kinds", KINDS, "--warmup-seconds", "30", "--prune-seconds", "45", "--checkpoint-seconds", "40"]
     command += ["--json"]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1100, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
@@ -36,5 +36,5 @@ def test_a_four_minute_soak_loses_and_duplicates_nothing_and_prunes_the_history(
     failover = result["failover"]
     assert "error" not in failover, failover
     assert (failover["groups"], failover["missing"], failover["re_read"], failover["skipped"]) == (10, 0, 0, 0)
-    assert failover["partitions"] >= 10 * 4
+    assert failover["partitions"] == 10 * (4 + 2 + 2)  # the partitions added and the topic added too
     assert result["samples"] and all(s["job_rss_mb"] > 0 for s in result["samples"])
