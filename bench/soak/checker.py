@@ -10,6 +10,7 @@ first record created after the fault's end that arrives.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from array import array
@@ -20,8 +21,10 @@ from typing import Any
 from bench.soak.load import Key, decode
 from srm import clients
 from srm.config.model import Cluster
+from srm.errors import SrmError
 from srm.topics import partition_counts
 
+log = logging.getLogger("bench.soak")
 REFRESH_S = 5.0  # how often new remote topics and partitions are looked for
 
 
@@ -46,13 +49,24 @@ class Checker(threading.Thread):
         self.assigned: set[tuple[str, int]] = set()
         self.latencies: dict[int, array[float]] = defaultdict(lambda: array("d"))  # minute -> ms
         self.watches: list[tuple[float, threading.Event, list[float]]] = []  # (created after ms, done, arrival)
+        self.error: BaseException | None = None
         self._lock = threading.Lock()
 
     def run(self) -> None:
+        try:
+            self._read()
+        except BaseException as exc:  # the soak checks it every minute and stops with it
+            self.error = exc
+            raise
+
+    def _read(self) -> None:
         next_refresh = 0.0
         while not self.stop.is_set():
             if time.monotonic() >= next_refresh:
-                self._assign()
+                try:
+                    self._assign()
+                except SrmError as exc:  # the target is down or frozen (a fault): next time
+                    log.warning("checker: cannot look for new partitions: %s", exc)
                 next_refresh = time.monotonic() + REFRESH_S
             first = self.consumer.poll(0.1)
             if first is None:

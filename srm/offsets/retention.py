@@ -13,7 +13,7 @@ source still has. A prune, per flow:
 - rewrites them sorted by topic, partition and source offset (a lookup then reads the row groups
   of its partition only) in one commit per batch of topics, which also merges the small files of
   the ingest's appends;
-- deletes the files it replaced an hour later (VACUUM, the table's deleted-file retention) and the
+- deletes the files it replaced 15 minutes later (VACUUM, the table's deleted-file retention) and the
   commit log past a day (srm.warehouse.CONFIGURATION);
 - deletes the history topic's records that are ingested, that no journaled progress record needs
   (srm.replication.progress), and that are older than TOPIC_MARGIN_S (a transaction still open
@@ -203,7 +203,8 @@ class HistoryPruner:
         return self.warehouse.footprint(SYNC_HISTORY, self.flow.name)[0]
 
     def _vacuum(self) -> int:
-        """VACUUM (the table's deleted-file retention) and the commit log's cleanup; files deleted."""
+        """VACUUM (the table's deleted-file retention, srm.warehouse.CONFIGURATION) and the commit
+        log's cleanup; files deleted."""
         from deltalake import DeltaTable
 
         opened = DeltaTable(self.warehouse.path(SYNC_HISTORY))
