@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +83,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for rate in latency.numbers(args.rates):
             rows.append(measure(Path(args.config), rate, args.seconds, args.partitions, Path(tmp)))
-    print(json.dumps({"rows": rows}, indent=2))
+    command = "python -m bench.history_size " + shlex.join(sys.argv[1:])
+    print(json.dumps({"command": command.strip(), "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from bench.soak import report
 from bench.soak.faults import KINDS
@@ -18,7 +19,7 @@ from bench.soak.runner import Options, Soak
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=(__doc__ or "").strip())
-    parser.add_argument("--minutes", type=float, required=True)
+    parser.add_argument("--minutes", type=float)
     parser.add_argument("--rate", type=int, default=5000, help="records/s of 100 B (default %(default)s)")
     parser.add_argument("--topics", type=int, default=16)
     parser.add_argument("--partitions", type=int, default=64, help="over all topics (default %(default)s)")
@@ -33,15 +34,37 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="folder for soak.json, SOAK.md and soak.png")
     parser.add_argument("--workdir", type=Path, help="keep clusters, logs, warehouse here (default: a temp folder)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    parser.add_argument(
+        "--rerender",
+        type=Path,
+        metavar="DIR",
+        help="no soak: write DIR/SOAK.md and DIR/soak.png again from DIR/soak.json",
+    )
     args = parser.parse_args()
+    if args.minutes is None and args.rerender is None:
+        parser.error("--minutes is required (or --rerender DIR)")
     unknown = set(args.kinds.split(",")) - set(KINDS)
     if unknown:
         parser.error(f"--kinds: unknown {sorted(unknown)}; known: {', '.join(KINDS)}")
     return args
 
 
+def write(out: Path, result: dict[str, Any]) -> None:
+    """soak.json, soak.png and SOAK.md in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "soak.json").write_text(json.dumps(result, indent=2, default=str))
+    plot = None
+    if result["samples"]:
+        report.plot(result["samples"], out / "soak.png")
+        plot = "soak.png"
+    (out / "SOAK.md").write_text(report.section(result, result["command"], plot))
+
+
 def main() -> None:
     args = arguments()
+    if args.rerender:
+        write(args.rerender, json.loads((args.rerender / "soak.json").read_text()))
+        return
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     # The harness's own clients meet every broker restart of the schedule: librdkafka's connection
     # errors then are expected; what fails for good raises.
@@ -70,13 +93,7 @@ def main() -> None:
     command = "python -m bench.soak " + shlex.join(sys.argv[1:])
     result["command"] = command
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "soak.json").write_text(json.dumps(result, indent=2, default=str))
-        plot = None
-        if result["samples"]:
-            report.plot(result["samples"], args.out / "soak.png")
-            plot = "soak.png"
-        (args.out / "SOAK.md").write_text(report.section(result, command, plot))
+        write(args.out, result)
     if args.json:
         print(json.dumps(result, default=str))
     else:

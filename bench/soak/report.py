@@ -10,6 +10,10 @@ from typing import Any
 from bench.soak.samples import SERIES
 
 SETTLED_MIN = 10.0  # the series' slopes and bounds count from here: warm-up before
+RSS_PERCENT_PER_HOUR = 5.0  # issue 45: every process tree's RSS within +-5% per hour
+PASS_GROWTH = 1.2  # the checkpoint pass at the end within 1.2x of its value at 10 minutes
+RECOVERY_S = 60.0  # new records on the target within 60 s of a fault's end
+WINDOW_MIN = 10.0  # "at 10 minutes" and "at the end": the means of 10-minute windows
 
 
 def slope_per_hour(points: list[tuple[float, float]]) -> tuple[float, float] | None:
@@ -39,6 +43,96 @@ def slopes(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _window_mean(samples: list[dict[str, Any]], name: str, first: float, last: float) -> float | None:
+    values = [v for m, v in series(samples, name, after=0.0) if first <= m < last]
+    return statistics.fmean(values) if values else None
+
+
+def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """What issue 45 asks of the soak: (criterion, measured, met)."""
+    samples, faults, o = result["samples"], result["faults"], result["options"]
+    fits = result.get("slopes") or slopes(samples)
+    out = []
+    kinds = {f["kind"] for f in faults}
+    out.append(
+        (
+            "at least 24 faults of at least 8 kinds",
+            f"{len(faults)} of {len(kinds)} kinds",
+            len(faults) >= 24 and len(kinds) >= 8,
+        )
+    )
+    out.append(
+        (
+            "0 lost, 0 duplicated, order kept",
+            f"{result['lost']} lost, {result['duplicated']} duplicated",
+            result["lost"] == 0 and result["duplicated"] == 0,
+        )
+    )
+    slow = [f for f in faults if f["recovered_s"] is None or f["recovered_s"] > RECOVERY_S]
+    worst = max((f["recovered_s"] for f in faults if f["recovered_s"] is not None), default=0.0)
+    out.append(
+        (
+            f"new records on the target within {RECOVERY_S:.0f} s of every fault's end",
+            f"slowest {worst:.1f} s; {len(slow)} later or never",
+            not slow,
+        )
+    )
+    f = result["failover"]
+    out.append(
+        (
+            "every group fails over with 0 re-read and 0 skipped",
+            _failover(f),
+            "error" not in f and f.get("re_read") == 0 and f.get("skipped") == 0,
+        )
+    )
+    for name in ("job_rss_mb", "source_broker_rss_mb", "target_broker_rss_mb"):
+        fit = fits.get(name)
+        if fit is not None:
+            label = SERIES[name][0]
+            met = abs(fit["percent_per_hour"]) <= RSS_PERCENT_PER_HOUR
+            out.append(
+                (
+                    f"{label} within +-{RSS_PERCENT_PER_HOUR:.0f}% per hour",
+                    f"{fit['percent_per_hour']:+.1f}% per hour",
+                    met,
+                )
+            )
+    settled = o["retention_minutes"] + o["prune_s"] / 60 + WINDOW_MIN  # retention applied and pruned
+    for name in ("history_topic_mb", "history_table_mb", "history_rows"):
+        fit = slope_per_hour(series(samples, name, after=settled))
+        if fit is not None:
+            slope, mean = fit
+            percent = 100 * slope / mean if mean else 0.0
+            out.append(
+                (
+                    f"{SERIES[name][0]}: stops growing once retention applies (after minute {settled:.0f})",
+                    f"{percent:+.1f}% per hour",
+                    abs(percent) <= RSS_PERCENT_PER_HOUR,
+                )
+            )
+    end = max((s["minute"] for s in samples), default=0.0)
+    first = f"minutes {SETTLED_MIN:.0f}-{SETTLED_MIN + WINDOW_MIN:.0f}"
+    for name in ("checkpoint_pass_s", "checkpoint_peak_pss_mb"):
+        early = _window_mean(samples, name, SETTLED_MIN, SETTLED_MIN + WINDOW_MIN)
+        late = _window_mean(samples, name, end - WINDOW_MIN, end + 1)
+        if early and late is not None:
+            out.append(
+                (
+                    f"{SERIES[name][0]}: the last {WINDOW_MIN:.0f} minutes within {PASS_GROWTH}x of {first}",
+                    f"{early:,.1f} -> {late:,.1f} ({late / early:.2f}x)",
+                    late <= PASS_GROWTH * early,
+                )
+            )
+    out.append(
+        (
+            "history holds nothing below the source's log start",
+            str(result["history_pruned"]),
+            bool(result["history_pruned"]),
+        )
+    )
+    return out
+
+
 def section(result: dict[str, Any], command: str, plot: str | None) -> str:
     o = result["options"]
     lines = [
@@ -57,6 +151,10 @@ def section(result: dict[str, Any], command: str, plot: str | None) -> str:
         f"| history holds nothing below the source's log start | {result['history_pruned']} |",
         f"| failover of every group: re-read / skipped | {_failover(result['failover'])} |",
         f"| job runs (the supervisor restarts it) | {result['job_starts']} |",
+        "",
+        "| criterion (issue 45) | measured | met |",
+        "|---|---|---|",
+        *(f"| {c} | {m} | {'yes' if ok else '**no**'} |" for c, m, ok in criteria(result)),
         "",
         "| # | fault | at (min) | took (s) | new records on the target after its end (s) | what |",
         "|---|---|---|---|---|---|",

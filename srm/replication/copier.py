@@ -26,50 +26,32 @@ from collections.abc import Iterable
 from typing import Any
 
 from srm import clients
-from srm.errors import ReplicationError, SrmError
+from srm.errors import ReplicationError
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult
 from srm.replication.kafka_errors import is_fatal, read_error
+from srm.replication.losses import retention_loss, starting_point
 from srm.replication.ownership import OWNERS_TAIL_READER, latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
-from srm.replication.progress import Progress, progress_group, read_progress
+from srm.replication.progress import progress_group, read_progress
 from srm.replication.provenance import Provenance
+from srm.replication.source_reader import SourceReader
 from srm.replication.writer import TargetWriter, TransactionAborted
-from srm.topics import list_offsets, partition_leaders
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
-CONSUME_BATCH = 10_000
 # Available-now: with data behind it, a fetch returns within milliseconds; this long without any
 # record or end-of-partition event means the source cluster is gone or the partition has no leader.
 STALL_TIMEOUT_S = 90.0
-CONSUMER_SETTINGS = {
-    "enable.partition.eof": True,
-    "auto.offset.reset": "error",  # never jump silently: a missing offset is reported as a loss
-    "fetch.max.bytes": 8 * 1024 * 1024,
-    "max.partition.fetch.bytes": 2 * 1024 * 1024,
-    # Prefetched records waiting for the copy loop: 16 MiB is ~0.1 s of the brokers' limit here
-    # at 1 KiB records; more only adds memory.
-    "queued.max.messages.kbytes": 16 * 1024,
-    "queued.min.messages": 20_000,
-    "fetch.wait.max.ms": 100,
-    # A partition assigned again by the next task sometimes starts fetching only 1.000 s later
-    # (debug=fetch: "start fetching" at t, first Fetch at t + 1 s). These three backoffs/sleeps
-    # default to 1000/1000/500 ms; lowering them made the stall rarer in measurements here
-    # (from 3 in 10 micro-batches to about 1 in 20) but did not remove it.
-    "socket.blocking.max.ms": 50,
-    "fetch.queue.backoff.ms": 10,
-    "fetch.error.backoff.ms": 10,
-}
-WAKE_TIMEOUT_S = 5.0
 FILL_WAIT_S = 0.001  # CopyLoop.fill: longest wait for acknowledgements before looking for records
-RETENTION = "were removed from the source (retention or deleted records) before they were copied"
 GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
 
 class CopyLoop:
-    """A slot's partitions, its source consumer and its target writer."""
+    """A slot's partitions between its source reader (:mod:`srm.replication.source_reader`) and its
+    target writer (:mod:`srm.replication.writer`): where each resumes, what was lost, the record
+    path from one to the other, and what the source's events mean for a partition's copy."""
 
     def __init__(self, job: CopyJob, cache: ClientCache = CACHE) -> None:
         self.job = job
@@ -82,13 +64,12 @@ class CopyLoop:
             else None
         )
         self.writer = TargetWriter(job, cache)
-        self.consumer = self._source_consumer()
+        self.reader = SourceReader(job, cache)
         self.states: dict[Key, PartitionState] = {}
         self.remaining: set[Key] = set()  # available-now: partitions not yet at their planned end
         # Continuous: partitions whose source log changed under the copy (topic deleted or
         # recreated): the driver plans them again at the next lease.
         self.replan: set[Key] = set()
-        self.consumer.assign([])
         self._check_owner()
 
     def _check_owner(self) -> None:
@@ -100,13 +81,11 @@ class CopyLoop:
     # --- partitions ---------------------------------------------------------------------------
     def add(self, ranges: Iterable[CopyRange]) -> list[PartitionState]:
         """Start copying ``ranges``: resume each from the target's progress, account for losses."""
-        from confluent_kafka import TopicPartition
-
         ranges = list(ranges)
         if not ranges:
             return []
         progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, [r.key for r in ranges])
-        lows = list_offsets(self._source_admin(), [r.key for r in ranges], "earliest")
+        lows = self.reader.log_starts([r.key for r in ranges])
         started = int(time.time() * 1000)
         added = []
         for r in ranges:
@@ -115,7 +94,8 @@ class CopyLoop:
             committed, committed_id = (prog.next_offset, prog.topic_id) if prog else (None, r.topic_id)
             state = PartitionState(r, result, r.start, committed, r.topic_id, committed_topic_id=committed_id)
             state.journaled = prog is not None and prog.journaled
-            self._resume(state, prog, lows[r.key])
+            state.next_offset, losses = starting_point(r, prog, lows[r.key])
+            self._account(state, losses)
             state.origin = state.next_offset
             state.committed_at = time.monotonic()
             self.states[r.key] = state
@@ -123,46 +103,16 @@ class CopyLoop:
         self.writer.track(list(self.states.values()))
         active = [s for s in added if s.active]
         self.remaining |= {s.range.key for s in active}
-        assignment = [TopicPartition(s.range.topic, s.range.partition, s.next_offset) for s in active]
-        if assignment:
-            self.consumer.incremental_assign(assignment)
-            self.consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
-            self._wake_fetchers(assignment)
+        self.reader.assign((s.range.topic, s.range.partition, s.next_offset) for s in active)
         return added
 
     def remove(self, keys: Iterable[Key]) -> None:
         """Stop copying these partitions (after a commit: their progress is on the target)."""
-        from confluent_kafka import TopicPartition
-
         gone = [self.states.pop(key) for key in keys if key in self.states]
-        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
-        drop = [TopicPartition(s.range.topic, s.range.partition) for s in gone if s.range.key in assigned]
-        if drop:
-            self.consumer.incremental_unassign(drop)
+        self.reader.unassign(s.range.key for s in gone)
         self.remaining -= {s.range.key for s in gone}
         self.replan -= {s.range.key for s in gone}
         self.writer.track(list(self.states.values()))
-
-    def _resume(self, state: PartitionState, prog: Progress | None, low: int) -> None:
-        r = state.range
-        losses = []
-        if prog is not None and prog.topic_id and r.topic_id and prog.topic_id != r.topic_id:
-            # Deleted and created again: offsets restart, and whatever the old topic held past our
-            # progress is gone. What was planned is known; records written after the last plan
-            # cannot be, so a recreation is always reported, even when no lost offset is known.
-            old_end = max(prog.next_offset, r.start) if not state.open_ended else prog.next_offset
-            reason = (
-                f"of the old topic were lost when it was deleted and recreated (topic id {prog.topic_id} -> "
-                f"{r.topic_id}; records written after the last plan are not known)"
-            )
-            losses.append(Loss(r.topic, r.partition, prog.next_offset, old_end, reason))
-            state.next_offset = low
-        elif prog is not None:
-            state.next_offset = prog.next_offset
-        if state.next_offset < low:
-            losses.append(Loss(r.topic, r.partition, state.next_offset, low, RETENTION))
-            state.next_offset = low
-        self._account(state, losses)
 
     def _account(self, state: PartitionState, losses: list[Loss]) -> None:
         state.result.losses.extend(losses)
@@ -178,12 +128,8 @@ class CopyLoop:
 
     # --- copying ------------------------------------------------------------------------------
     def step(self, wait_s: float) -> int:
-        """Copy what the consumer holds; wait up to ``wait_s`` for a first record if it holds none."""
-        messages = self.consumer.consume(CONSUME_BATCH, 0)
-        if not messages and wait_s > 0:
-            first = self.consumer.poll(wait_s)
-            if first is not None:
-                messages = [first, *self.consumer.consume(CONSUME_BATCH, 0)]
+        """Copy what the reader holds; wait up to ``wait_s`` for a first record if it holds none."""
+        messages = self.reader.consume(wait_s)
         if messages:
             self._handle(messages)
         self.writer.producer.poll(0)
@@ -211,19 +157,16 @@ class CopyLoop:
 
     def rewind(self) -> None:
         """After an aborted transaction: every partition reads again from its committed progress."""
-        from confluent_kafka import TopicPartition
-
         if not self.writer.usable:  # the abort failed and the producer was dropped: start a new one
             self.writer.release()
             self.writer = TargetWriter(self.job, self.cache)
             self.writer.track(list(self.states.values()))
             self._check_owner()
-        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+        assigned = self.reader.assigned()
         for state in self.states.values():
             offset = state.rewind()
             if state.range.key in assigned and not state.blocked:
-                self.consumer.seek(TopicPartition(state.range.topic, state.range.partition, offset))
-                self.consumer.resume([TopicPartition(state.range.topic, state.range.partition)])
+                self.reader.seek(state.range.key, offset, resume=True)
                 self.remaining.add(state.range.key)
 
     def results(self) -> list[PartitionResult]:
@@ -234,29 +177,10 @@ class CopyLoop:
         return [s.result for s in self.states.values()]
 
     def close(self) -> None:
-        """The task is over: abort what is open, give the consumer's partitions back."""
+        """The task is over: abort what is open, give the reader's partitions back."""
         self.writer.abort()
         self.writer.release()
-        self.consumer.unassign()
-
-    def _wake_fetchers(self, assignment: list[Any]) -> None:
-        """librdkafka starts fetching a newly assigned partition when the leader's broker thread
-        next wakes up, which on an idle connection is up to 1 s later: measured here, 1 in 2
-        continuous-mode batches waited 1.0 s for it. Any request to the leader wakes that thread
-        now: one cheap ListOffsets per distinct leader, found with one describe request for the
-        assigned topics (bench/REPORT.md, "Latency")."""
-        from confluent_kafka import KafkaException
-
-        try:
-            leaders = partition_leaders(self._source_admin(), sorted({tp.topic for tp in assignment}))
-            by_leader: dict[int, Any] = {}
-            for tp in assignment:
-                if (tp.topic, tp.partition) in leaders:
-                    by_leader.setdefault(leaders[(tp.topic, tp.partition)], tp)
-            for tp in by_leader.values():
-                self.consumer.get_watermark_offsets(tp, timeout=WAKE_TIMEOUT_S, cached=False)
-        except (KafkaException, SrmError) as exc:  # only a shortcut: fetching starts on its own anyway
-            log.debug("waking the fetchers of %s failed: %s", self.job.source.alias, exc)
+        self.reader.close()
 
     def _handle(self, messages: list[Any]) -> None:
         """The per-record path (profiled in bench/REPORT.md): ``consume`` hands out each partition's
@@ -363,10 +287,8 @@ class CopyLoop:
 
     def _out_of_range(self, state: PartitionState) -> None:
         """Retention deleted records while we were reading them."""
-        from confluent_kafka import TopicPartition
-
         r = state.range
-        low = list_offsets(self._source_admin(), [r.key], "earliest")[r.key]
+        low = self.reader.log_starts([r.key])[r.key]
         if low <= state.next_offset:
             if state.open_ended:  # the log got shorter: recreated; the next lease plans it again
                 self._set_aside(state, f"offset {state.next_offset} is beyond the log, which starts at {low}")
@@ -375,7 +297,7 @@ class CopyLoop:
                 f"offset {state.next_offset} of topic {r.topic!r} partition {r.partition} "
                 f"is out of range on {self.job.source.alias} although the log starts at {low}"
             )
-        self._account(state, [Loss(r.topic, r.partition, state.next_offset, low, RETENTION)])
+        self._account(state, [retention_loss(r, state.next_offset, low)])
         if state.blocked:
             self._finish(state, None)
             return
@@ -383,7 +305,7 @@ class CopyLoop:
         if low >= r.end:
             self._finish(state, r.end)
         else:
-            self.consumer.seek(TopicPartition(r.topic, r.partition, low))
+            self.reader.seek(r.key, low)
 
     def _set_aside(self, state: PartitionState, why: str) -> None:
         """Continuous: stop reading a partition whose log changed under the copy until re-planned."""
@@ -392,13 +314,11 @@ class CopyLoop:
         self._finish(state, None)
 
     def _finish(self, state: PartitionState, end: int | None) -> None:
-        from confluent_kafka import TopicPartition
-
         if end is not None and not state.blocked:
             state.next_offset = max(state.next_offset, end)
         state.done = True
         self.remaining.discard(state.range.key)
-        self.consumer.pause([TopicPartition(state.range.topic, state.range.partition)])
+        self.reader.pause(state.range.key)
 
     def stalled(self) -> ReplicationError:
         waiting = ", ".join(f"{t}[{p}] at offset {self.states[(t, p)].next_offset}" for t, p in sorted(self.remaining))
@@ -407,13 +327,7 @@ class CopyLoop:
             f"copying {waiting}: is the source cluster reachable and does every partition have a leader?"
         )
 
-    # --- clients ------------------------------------------------------------------------------
-    def _source_consumer(self) -> Any:
-        def build() -> Any:
-            return clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **CONSUMER_SETTINGS)
-
-        return self.cache.client(("source-consumer", self.job.flow.name), build)
-
+    # --- target clients -----------------------------------------------------------------------
     def _progress_reader(self) -> Any:
         def build() -> Any:
             return clients.reader(self.job.target, progress_group(self.job.flow.source))
@@ -430,9 +344,6 @@ class CopyLoop:
 
     def _target_admin(self) -> Any:
         return self.cache.client(("target-admin", self.job.flow.name), lambda: clients.admin_client(self.job.target))
-
-    def _source_admin(self) -> Any:
-        return self.cache.client(("source-admin", self.job.flow.name), lambda: clients.admin_client(self.job.source))
 
 
 def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResult]:

@@ -1,0 +1,84 @@
+"""The soak report's verdicts on issue 45's criteria, from a result as ``bench.soak`` writes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.report import endurance
+from bench.soak.report import criteria, section
+
+
+def result(*, rss_growth: float, pass_growth: float, lost: int = 0) -> dict[str, Any]:
+    samples = [
+        {
+            "minute": float(m),
+            "job_rss_mb": 1000 + rss_growth * m,
+            "source_broker_rss_mb": 1000.0,
+            "target_broker_rss_mb": 1000.0 + (m % 2),
+            "history_topic_mb": 100.0 if m > 40 else 2.5 * m,
+            "history_table_mb": 20.0,
+            "history_rows": 1_000_000,
+            "checkpoint_pass_s": 10.0 + (pass_growth if m > 100 else 0.0),
+            "checkpoint_peak_pss_mb": 600.0,
+        }
+        for m in range(1, 121)
+    ]
+    faults = [
+        {"kind": f"k{i % 8}", "at_s": 300.0 * i, "duration_s": 1.0, "recovered_s": 12.0, "detail": ""}
+        for i in range(24)
+    ]
+    return {
+        "options": {
+            "minutes": 120,
+            "rate": 5000,
+            "partitions": 64,
+            "topics": 16,
+            "retention_minutes": 30.0,
+            "groups": 200,
+            "prune_s": 300.0,
+        },
+        "samples": samples,
+        "faults": faults,
+        "lost": lost,
+        "duplicated": 0,
+        "sent": 36_000_000,
+        "records": 36_000_000,
+        "history_pruned": True,
+        "failover": {"groups": 200, "partitions": 12_800, "missing": 0, "re_read": 0, "skipped": 0},
+        "job_starts": 3,
+    }
+
+
+def verdicts(r: dict[str, Any]) -> dict[str, bool]:
+    return {c: ok for c, _, ok in criteria(r)}
+
+
+def test_a_flat_soak_meets_every_criterion_and_its_section_says_so() -> None:
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    assert all(verdicts(r).values()), criteria(r)
+    text = section(r, "python -m bench.soak --minutes 120", "soak.png")
+    assert "| at least 24 faults of at least 8 kinds | 24 of 8 kinds | yes |" in text
+    assert "**no**" not in text
+
+
+def test_memory_that_grows_a_checkpoint_pass_that_slows_and_a_lost_record_are_each_not_met() -> None:
+    v = verdicts(result(rss_growth=1.0, pass_growth=5.0, lost=1))  # +60 MiB an hour on ~1 GiB; 10 s -> 15 s
+    assert not v["0 lost, 0 duplicated, order kept"]
+    assert not v["replicate job: RSS of its process tree within +-5% per hour"]
+    assert v["source broker: RSS within +-5% per hour"]
+    assert not v["last checkpoint pass (its own duration): the last 10 minutes within 1.2x of minutes 10-20"]
+    assert v["history topic: its log segments on disk: stops growing once retention applies (after minute 45)"]
+
+
+def test_the_benchmark_report_carries_the_soak_section_and_the_history_size_table(tmp_path: Path) -> None:
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    (tmp_path / "SOAK.md").write_text(section(r, "python -m bench.soak --minutes 120", "soak.png"))
+    rows = [{"rate": 5000, "partitions": 8, "transactions_per_s": 10.0, "bytes_per_partition_hour": 1_234_567}]
+    rows[0] |= {"runs_per_partition_hour": 36_000, "p99_ms": 21.5}
+    (tmp_path / "history_size.json").write_text(json.dumps({"command": "python -m bench.history_size", "rows": rows}))
+    text = endurance(tmp_path)
+    assert "### Endurance: a soak under faults" in text
+    assert "`python -m bench.soak --minutes 120`" in text
+    assert "| 5,000 | 8 | 10.0 | 1,234,567 | 36,000 | 21.5 |" in text
