@@ -107,7 +107,7 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
                 (
                     f"{SERIES[name][0]}: stops growing once retention applies (after minute {settled:.0f})",
                     f"{percent:+.1f}% per hour",
-                    abs(percent) <= RSS_PERCENT_PER_HOUR,
+                    percent <= RSS_PERCENT_PER_HOUR,  # shrinking is fine
                 )
             )
     end = max((s["minute"] for s in samples), default=0.0)

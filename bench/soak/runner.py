@@ -321,8 +321,11 @@ class Soak:
             time.sleep(1.0)
         self.outcome.sent = self.load.sent
         self.outcome.__dict__.update(verdict(self.checker.snapshot(), delivered, self.load.lost_on_the_way()))
+        # The log starts as the prune meets them: the source's retention goes on deleting a segment
+        # a minute per partition meanwhile, so starts read after the prune are ahead of it.
+        starts = log_starts(self)
         self._prune()
-        self.outcome.history_pruned = history_pruned(self)
+        self.outcome.history_pruned = history_pruned(self, starts)
         self.outcome.failover = self._failover()
         self.job.stop()
         self.checker.stop.set()
@@ -353,12 +356,18 @@ def faults_kinds() -> tuple[str, ...]:
     return KINDS
 
 
-def history_pruned(soak: Soak) -> bool:
-    """Does the flow's history hold nothing below the source's log-start offsets (each partition's
-    latest row aside, which holds the progress), with the source having deleted records?"""
+def log_starts(soak: Soak) -> dict[tuple[str, int], int]:
+    """The source's log-start offset of every partition the flow's history names."""
     rows = Warehouse(soak.config.storage.warehouse).read(SYNC_HISTORY, flow=soak.flow.name)
     keys = sorted({(r["topic"], r["partition"]) for r in rows})
-    starts = list_offsets(soak.source_admin, keys, "earliest")
+    return list_offsets(soak.source_admin, keys, "earliest")
+
+
+def history_pruned(soak: Soak, starts: dict[tuple[str, int], int]) -> bool:
+    """Does the flow's history hold nothing below the source's log-start offsets ``starts`` (read
+    before the prune; each partition's latest row aside, which holds the progress), with the
+    source having deleted records?"""
+    rows = Warehouse(soak.config.storage.warehouse).read(SYNC_HISTORY, flow=soak.flow.name)
     if not any(starts.values()):
         return False  # retention deleted nothing: there was nothing to prune
     latest: dict[tuple[str, int], int] = {}
