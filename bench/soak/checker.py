@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.soak.load import Key, decode
+from bench.soak.load import Key, Part, decode
 from srm import clients
 from srm.config.model import Cluster
 from srm.errors import SrmError
@@ -36,7 +36,7 @@ class PartitionCheck:
     gaps: list[tuple[int, int]] = field(default_factory=list)  # [first, end) of numbers skipped
 
 
-class Checker(threading.Thread):
+class Checker(Part):
     def __init__(self, target: Cluster, remote: Any) -> None:
         """``remote``: () -> {remote topic: source topic}, the topics to read."""
         super().__init__(name="soak-checker", daemon=True)
@@ -49,17 +49,9 @@ class Checker(threading.Thread):
         self.assigned: set[tuple[str, int]] = set()
         self.latencies: dict[int, array[float]] = defaultdict(lambda: array("d"))  # minute -> ms
         self.watches: list[tuple[float, threading.Event, list[float]]] = []  # (created after ms, done, arrival)
-        self.error: BaseException | None = None
         self._lock = threading.Lock()
 
-    def run(self) -> None:
-        try:
-            self._read()
-        except BaseException as exc:  # the soak checks it every minute and stops with it
-            self.error = exc
-            raise
-
-    def _read(self) -> None:
+    def work(self) -> None:
         next_refresh = 0.0
         while not self.stop.is_set():
             if time.monotonic() >= next_refresh:

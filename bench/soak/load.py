@@ -36,7 +36,24 @@ def decode(value: bytes | None) -> int:
     return int(SEQUENCE.unpack_from(value)[0])
 
 
-class Load(threading.Thread):
+class Part(threading.Thread):
+    """A thread of the soak's own (the load, the checker) that keeps what ended it in ``error``:
+    the soak checks it every minute and stops with it."""
+
+    error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+    def work(self) -> None:
+        raise NotImplementedError
+
+
+class Load(Part):
     """Writes ``rate`` records/s spread evenly over ``partitions()`` (the topics and partition counts
     of the moment: faults add some) until ``stop`` is set."""
 
@@ -52,17 +69,9 @@ class Load(threading.Thread):
         self.failed: dict[Key, set[int]] = defaultdict(set)
         self.acked: dict[Key, int] = {}  # highest sequence acknowledged per partition
         self.sent = 0
-        self.error: BaseException | None = None
         self._lock = threading.Lock()
 
-    def run(self) -> None:
-        try:
-            self._produce()
-        except BaseException as exc:  # the soak checks it every minute and stops with it
-            self.error = exc
-            raise
-
-    def _produce(self) -> None:
+    def work(self) -> None:
         started, written = time.monotonic(), 0
         while not self.stop.is_set():
             keys = [(t, p) for t, n in sorted(self.partitions().items()) for p in range(n)]
