@@ -107,8 +107,8 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
             "error" not in f and f.get("re_read") == 0 and f.get("skipped") == 0,
         )
     )
-    for name, kinds in RESTARTS.items():
-        percents = lifetime_slopes(samples, name, [f["at_s"] / 60 for f in faults if f["kind"] in kinds])
+    for name, resets in RESTARTS.items():
+        percents = lifetime_slopes(samples, name, [f["at_s"] / 60 for f in faults if f["kind"] in resets])
         if percents:
             worst = max(percents, key=abs)
             out.append(
