@@ -29,17 +29,19 @@ def java_binary() -> str:
 
 
 def kafka_command(
-    main_class: str, *args: str, heap: str = "256m", initial_heap: str | None = None, logs_dir: Path | None = None
+    main_class: str, *args: str, heap: str = "256m", resident: bool = False, logs_dir: Path | None = None
 ) -> list[str]:
     """``java ... <main_class> args`` with the Kafka jars and the project's Log4j2 configuration.
 
-    ``heap`` is the most the JVM takes (-Xmx), ``initial_heap`` what it starts with (-Xms; the JVM's
-    own choice if None). ``logs_dir`` (servers) sends logs to files there; without it (tools) only
-    warnings reach stderr.
+    ``heap`` is the most the JVM takes (-Xmx). A ``resident`` JVM (a server that runs for days)
+    starts with that whole heap, every page of it touched (-Xms = -Xmx, -XX:+AlwaysPreTouch), so its
+    resident memory is what it will stay at rather than a figure that climbs for hours as the
+    collector reaches heap pages for the first time. ``logs_dir`` (servers) sends logs to files
+    there; without it (tools) only warnings reach stderr.
     """
     command = [java_binary(), f"-Xmx{heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
-    if initial_heap is not None:
-        command.insert(1, f"-Xms{initial_heap}")
+    if resident:
+        command[1:1] = [f"-Xms{heap}", "-XX:+AlwaysPreTouch"]
     # Servers log to files under logs_dir; tools log warnings to stderr only.
     log_config = "log4j2.properties" if logs_dir is not None else "log4j2-tools.properties"
     command.append(f"-Dlog4j2.configurationFile={project_root() / 'conf' / 'jvm' / log_config}")

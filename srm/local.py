@@ -42,7 +42,9 @@ STOP_TIMEOUT_S = 30.0
 # Left to grow, G1 had kept it at 455 MiB while the broker's old generation grew, so its young
 # generation shrank and its collections came ever more often under bench.latency's load: every
 # 3.5 s, and every 1.1 s 45 minutes after the start. Each one is a burst of late records. Restarted
-# with the whole heap, the broker collected every 12 s (bench/REPORT.md, "Latency").
+# with the whole heap, the broker collected every 12 s (bench/REPORT.md, "Latency"). Its pages are
+# touched at the start too: with -Xms alone, the brokers' RSS climbed 17-31% an hour for two hours of
+# bench.soak as G1 reached heap pages it had not used yet.
 BROKER_HEAP = "1g"
 
 # Dev-cluster settings. One node: every internal topic needs replication factor 1 and ISR 1.
@@ -183,9 +185,7 @@ class LocalKafka:
 
     def command(self) -> list[str]:
         """The broker's command line."""
-        return kafka_command(
-            "kafka.Kafka", str(self.properties), heap=BROKER_HEAP, initial_heap=BROKER_HEAP, logs_dir=self.logs
-        )
+        return kafka_command("kafka.Kafka", str(self.properties), heap=BROKER_HEAP, resident=True, logs_dir=self.logs)
 
     def _write_properties(self) -> None:
         # A secured broker's file holds its store and admin passwords: readable by this user only.

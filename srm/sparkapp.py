@@ -38,6 +38,9 @@ DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 ti
 # continuous replication job gets it: a job without leases (available-now, checkpoints) has no
 # such pauses to avoid, and the floor kept ~100 MiB more of its driver resident (peak PSS of
 # bench.available_now at 100 B: 827-845 MiB without it, 931-947 with it, 2026-11-27).
+# Its pages are touched at the start (-XX:+AlwaysPreTouch): with the floor alone, the driver's RSS
+# climbed from ~420 to ~560 MiB over each run's first 15-20 minutes of bench.soak as G1 reached heap
+# pages it had not used yet, so memory looked like a leak for the first quarter of an hour.
 DRIVER_HEAP_FLOOR = "384m"
 # A continuous job's driver compiles with C1 only (HotSpot's quick compiler, no profiling, no C2).
 # The driver's JVM idles while a lease runs (the copying is in the Python workers) and runs the
@@ -46,7 +49,8 @@ DRIVER_HEAP_FLOOR = "384m"
 # and 5th lease of a run: 199-249 of ~1,400 samples in 0.9 s, the brokers and copiers waiting
 # for the CPU). With C1 alone, 19-28. At 50,000 records/s with 10 s leases, four alternating
 # pairs of bench.latency runs: p99 13.5-15.6 ms against 16.6-19.5 (bench/REPORT.md, "Latency").
-LEASE_DRIVER_JVM_OPTIONS = (f"-Xms{DRIVER_HEAP_FLOOR}", "-XX:TieredStopAtLevel=1")
+LEASE_DRIVER_JVM_OPTIONS = (f"-Xms{DRIVER_HEAP_FLOOR}", "-XX:+AlwaysPreTouch", "-XX:TieredStopAtLevel=1")
+MALLOC_ARENA_MAX = "2"  # glibc arenas per process of a job (submit_environment)
 # spark/replicate.py's --mode: continuous (leases, until stopped; its default) or one bounded pass.
 REPLICATION_MODES = ("continuous", "available-now")
 MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
@@ -107,6 +111,7 @@ def job_conf(
     conf = {"spark.pyspark.driver.python": sys.executable, "spark.ui.showConsoleProgress": "false"}
     if is_local(master):
         return {**conf, "spark.pyspark.python": sys.executable}
+    conf["spark.executorEnv.MALLOC_ARENA_MAX"] = MALLOC_ARENA_MAX  # as submit_environment's, for remote workers
     if cores is not None and str(master).startswith("spark://"):
         conf["spark.cores.max"] = str(cores)
     return {
@@ -395,6 +400,10 @@ def submit_environment(master: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    # glibc gives every thread that allocates its own arena, up to 8 per core, and keeps what it
+    # freed in each: a copier's librdkafka threads buffer a target's outage in them and the worker's
+    # RSS steps up for good at every such fault. Hadoop caps YARN containers the same way (4).
+    env.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX)
     if is_local(master):  # local[*] runs on this machine: its workers run this interpreter, on loopback
         env["PYSPARK_PYTHON"] = sys.executable
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -20,7 +20,7 @@ from bench.replicators import group
 from bench.usage import Usage
 
 RESTART_DELAY_S = 1.0
-PASS_LINE = re.compile(r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written.* in ([\d.]+) s")
+PASS_LINE = re.compile(r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written, (\d+) unchanged.* in ([\d.]+) s")
 
 
 class Job(threading.Thread):
@@ -114,6 +114,7 @@ class PassResult:
     peak_pss_mb: int
     peak_rss_mb: int
     groups: int
+    positions: int  # the group positions it translated (checkpoints written and unchanged)
     exit_code: int
 
 
@@ -129,10 +130,11 @@ def checkpoint_pass(command: list[str], log: Path, env: dict[str, str], at_s: fl
     found = PASS_LINE.search(output.decode(errors="replace"))
     return PassResult(
         at_s,
-        float(found[3]) if found else None,
+        float(found[4]) if found else None,
         round(time.monotonic() - started, 1),
         figures["peak_pss_mb"],
         figures["peak_rss_mb"],
         int(found[1]) if found else 0,
+        int(found[2]) + int(found[3]) if found else 0,
         process.returncode,
     )

@@ -245,6 +245,7 @@ class Soak:
             history_rows=0 if rows is None else rows.num_rows,
             checkpoint_pass_s=None if last is None else last.seconds,
             checkpoint_peak_pss_mb=None if last is None else last.peak_pss_mb,
+            checkpoint_positions=None if last is None else last.positions,
             translate_s=self.last_translate_s,
             p50_ms=p50,
             p99_ms=p99,

@@ -21,6 +21,7 @@ SERIES = {
     "history_rows": ("history table rows of the flow", "rows"),
     "checkpoint_pass_s": ("last checkpoint pass (its own duration)", "s"),
     "checkpoint_peak_pss_mb": ("last checkpoint pass: peak PSS of its tree", "MiB"),
+    "checkpoint_positions": ("last checkpoint pass: group positions translated", "positions"),
     "translate_s": ("translating one group live (every partition)", "s"),
     "p50_ms": ("latency p50 over the minute", "ms"),
     "p99_ms": ("latency p99 over the minute", "ms"),
@@ -39,6 +40,7 @@ class Sample:
     history_rows: int
     checkpoint_pass_s: float | None
     checkpoint_peak_pss_mb: float | None
+    checkpoint_positions: int | None
     translate_s: float | None
     p50_ms: float | None
     p99_ms: float | None

@@ -22,7 +22,8 @@ from srm.sparkapp import check_master, driver_java_options, is_local, job_conf, 
 # spark/replicate.py's exit status when another run took the flow over: retrying would only take
 # it back (the newest run wins), so the task fails at once and says why.
 TAKEN_OVER_EXIT = 3
-SUBMIT_VARIABLES = ("SPARK_HOME", "PATH", "PYSPARK_PYTHON", "SPARK_LOCAL_IP")  # what submit_environment sets
+# what submit_environment sets
+SUBMIT_VARIABLES = ("SPARK_HOME", "PATH", "PYSPARK_PYTHON", "SPARK_LOCAL_IP", "MALLOC_ARENA_MAX")
 
 
 class FlowSparkSubmitOperator(SparkSubmitOperator):

@@ -31,7 +31,7 @@ def test_server_properties_for_a_single_node_kraft_broker(tmp_path: Path) -> Non
 def test_a_broker_starts_with_its_whole_heap_as_kafka_server_start_does(tmp_path: Path) -> None:
     broker = LocalBroker(host="127.0.0.1", port=19092, controller_port=19093)
     command = LocalKafka("us-west", broker, tmp_path).command()
-    assert "-Xms1g" in command and "-Xmx1g" in command
+    assert "-Xms1g" in command and "-Xmx1g" in command and "-XX:+AlwaysPreTouch" in command
     assert command.index("-Xms1g") < command.index("kafka.Kafka")  # a JVM option, not an argument
 
 

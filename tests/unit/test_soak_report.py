@@ -92,3 +92,16 @@ def test_restarts_do_not_hide_memory_that_climbs_while_each_process_lives() -> N
     r["faults"][15] |= {"kind": "restart_source", "at_s": 80 * 60.0}
     (_, measured, met) = next(c for c in criteria(r) if c[0].startswith("source broker"))
     assert not met and measured.count("%") == 1 and len(measured.split(",")) == 3, measured
+
+
+def test_a_pass_that_grows_with_the_positions_added_is_told_apart_from_one_that_slows() -> None:
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    for sample in r["samples"]:  # partitions added at minute 60: 12,800 -> 15,200 positions, 10 -> 11.9 s
+        sample["checkpoint_positions"] = 12_800 if sample["minute"] < 60 else 15_200
+        sample["checkpoint_pass_s"] = sample["checkpoint_positions"] / 1280
+    v = verdicts(r)
+    assert v["checkpoint pass: seconds per 1,000 group positions: the last 10 minutes within 1.2x of minutes 10-20"]
+    for sample in r["samples"][100:]:  # the same positions, a slower pass
+        sample["checkpoint_pass_s"] *= 1.5
+    v = verdicts(r)
+    assert not v["checkpoint pass: seconds per 1,000 group positions: the last 10 minutes within 1.2x of minutes 10-20"]

@@ -88,6 +88,8 @@ def test_only_a_local_job_is_held_on_loopback(monkeypatch: pytest.MonkeyPatch) -
     assert "SPARK_LOCAL_IP" not in submit_environment("spark://10.0.0.5:7077")
     assert submit_environment("local[2]")["SPARK_LOCAL_IP"] == "127.0.0.1"
     assert submit_environment("local[2]")["PYSPARK_PYTHON"] == sys.executable
+    assert submit_environment("local[2]")["MALLOC_ARENA_MAX"] == "2"  # a copier's freed buffers go back
+    assert job_conf("spark://10.0.0.5:7077")["spark.executorEnv.MALLOC_ARENA_MAX"] == "2"  # and remote ones
 
 
 def test_the_executors_python_is_a_setting() -> None:
@@ -164,7 +166,7 @@ def test_settings_in_an_airflow_connection_cannot_reach_remote_executors() -> No
 def test_a_continuous_replication_driver_starts_with_the_heap_floor_c1_and_the_project_logging(master: str) -> None:
     command = spark_submit_command("replicate.py", ["--mode", "continuous"], master)
     options = command[command.index("--driver-java-options") + 1].split()
-    assert f"-Xms{DRIVER_HEAP_FLOOR}" in options
+    assert f"-Xms{DRIVER_HEAP_FLOOR}" in options and "-XX:+AlwaysPreTouch" in options  # resident from the start
     assert "-XX:TieredStopAtLevel=1" in options
     log4j = next(o.split("=", 1)[1] for o in options if o.startswith("-Dlog4j2.configurationFile="))
     assert Path(log4j).is_file()
