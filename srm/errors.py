@@ -7,6 +7,11 @@ class SrmError(Exception):
     """Root of every error this project raises on purpose; its message is meant for the user."""
 
 
+class InvariantError(SrmError):
+    """Something this project's own code guarantees did not hold: a bug, named where it showed
+    (raised, not asserted: ``python -O`` keeps the check)."""
+
+
 class ConfigError(SrmError):
     """The YAML configuration is invalid; ``issues`` lists every problem with file, line and key."""
 
@@ -59,6 +64,10 @@ class ClusterUnreachableError(SrmError):
 
 class ReplicationError(SrmError):
     """Replication of a flow cannot go on; the message names topic/partition/offset and the fix."""
+
+
+class LastingFaultError(ReplicationError):
+    """A fault that retries did not get past within the flow's errors.retry.timeout (what, where, since when)."""
 
 
 class DataLossError(ReplicationError):

@@ -28,7 +28,7 @@ from srm.config.loops import loop_issues
 from srm.config.model import Cluster, SrmConfig, Storage
 from srm.config.settings import PartialSettings, option_names
 from srm.config.yamlsource import YamlDocument, read_yaml
-from srm.errors import ConfigError, ConfigIssue
+from srm.errors import ConfigError, ConfigIssue, InvariantError
 from srm.paths import local_dir
 
 
@@ -63,12 +63,14 @@ def load_config(path: str | Path | None = None, *, strict: bool = True) -> SrmCo
     """
     config, issues = load_config_with_issues(path, check_clients=strict)
     if not issues:
-        assert config is not None
+        if config is None:
+            raise InvariantError(f"load_config({path}): no configuration and no problem reported")
         return config
     fatal = strict or config is None or any(issue.flow is None for issue in issues)
     if fatal:
         raise ConfigError(issues)
-    assert config is not None
+    if config is None:
+        raise InvariantError(f"load_config({path}): no configuration and no problem reported")
     for issue in issues:
         log.error("flow %s left out: %s", issue.flow, issue)
     return config

@@ -124,6 +124,12 @@ class FlowSettings(BaseModel):
     start: Annotated[Literal["earliest", "latest"] | datetime, BeforeValidator(_parse_start)] = "earliest"
     exactly_once: bool = True
     on_data_loss: Literal["fail", "continue"] = "fail"
+    # How long a fault that looks transient but does not go away (the target unreachable or frozen,
+    # NOT_ENOUGH_REPLICAS while its ISR stays short, delivery time-outs again and again) is retried
+    # before the flow's task fails, naming what failed and where (srm.replication.outage). Kafka
+    # Connect's name; it defaults to 0 there (no retries), here to 5 minutes. -1: wait for good,
+    # saying every minute what for.
+    errors_retry_timeout_ms: int = Field(300_000, alias="errors.retry.timeout", ge=-1)
     # Continuous mode: a record is visible on the target when its transaction commits. A copier
     # commits as soon as it has caught up with its partitions (its consumer holds no more
     # records), and at the latest this long after the transaction's first record: under a load

@@ -23,11 +23,11 @@ from typing import Any
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
-from srm.errors import DataLossError, ReplicationError
+from srm.errors import DataLossError, InvariantError, LastingFaultError, ReplicationError
 from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic, progress_topic_name
 from srm.replication.accounting import Accounting, Phases
 from srm.replication.copier import run_slot
-from srm.replication.job import CopyJob, CopyRange, Lease, Loss
+from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.remote_topics import RemoteTopics
 from srm.topics import partition_counts
@@ -66,7 +66,8 @@ class BatchRunner:
 
     @property
     def ownership(self) -> Ownership:
-        assert self.owner.current is not None, "the flow is claimed before its query starts"
+        if self.owner.current is None:
+            raise InvariantError("batch: the flow is claimed before its query starts")
         return self.owner.current
 
     def __call__(self, ranges: list[CopyRange], batch_id: int, phases: Phases | None = None) -> None:
@@ -79,9 +80,11 @@ class BatchRunner:
         self._reload()
         self._ensure_topics(ranges)
         phases.lap("topics")
-        payloads = self._copy(batch_id, self.jobs(ranges), run_slot)
+        payloads, fault = split_faults(self._copy(batch_id, self.jobs(ranges), run_slot))
         phases.lap("copy")
         self._after(f"batch {batch_id}", batch_id, len(ranges), payloads, phases)
+        if fault is not None:
+            raise LastingFaultError(fault)
 
     def _ensure_topics(self, ranges: list[CopyRange]) -> None:
         counts = partition_counts(self.source_admin, include_internal=True)

@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from srm import clients
-from srm.errors import ReplicationError
+from srm.errors import LastingFaultError, ReplicationError
 from srm.replication.clientcache import CACHE, ClientCache
-from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult
+from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult, fault_payload
 from srm.replication.kafka_errors import is_fatal, read_error
 from srm.replication.losses import retention_loss, starting_point
 from srm.replication.ownership import OWNERS_TAIL_READER, latest_ownership, taken_over
@@ -45,6 +45,7 @@ Key = tuple[str, int]
 # record or end-of-partition event means the source cluster is gone or the partition has no leader.
 STALL_TIMEOUT_S = 90.0
 FILL_WAIT_S = 0.001  # CopyLoop.fill: longest wait for acknowledgements before looking for records
+WHERE_SHOWN = 10  # partitions named in the message of a failure that lasts (the rest counted)
 GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
 
@@ -64,6 +65,7 @@ class CopyLoop:
             else None
         )
         self.writer = TargetWriter(job, cache)
+        self.writer.where = self.where
         self.reader = SourceReader(job, cache)
         self.states: dict[Key, PartitionState] = {}
         self.remaining: set[Key] = set()  # available-now: partitions not yet at their planned end
@@ -160,6 +162,7 @@ class CopyLoop:
         if not self.writer.usable:  # the abort failed and the producer was dropped: start a new one
             self.writer.release()
             self.writer = TargetWriter(self.job, self.cache)
+            self.writer.where = self.where
             self.writer.track(list(self.states.values()))
             self._check_owner()
         assigned = self.reader.assigned()
@@ -320,6 +323,17 @@ class CopyLoop:
         self.remaining.discard(state.range.key)
         self.reader.pause(state.range.key)
 
+    def where(self) -> str:
+        """The slot, its target and the partitions it holds with their committed offsets: the
+        message of a failure that lasts (srm.replication.outage)."""
+        held = sorted(self.states.items())
+        shown = ", ".join(
+            f"{t}[{p}] at offset {s.committed if s.committed is not None else s.next_offset}"
+            for (t, p), s in held[:WHERE_SHOWN]
+        )
+        more = f" and {len(held) - WHERE_SHOWN} more" if len(held) > WHERE_SHOWN else ""
+        return f"{self.writer.describe()}, copying {shown or 'no partition'}{more} from {self.job.source.alias}"
+
     def stalled(self) -> ReplicationError:
         waiting = ", ".join(f"{t}[{p}] at offset {self.states[(t, p)].next_offset}" for t, p in sorted(self.remaining))
         return ReplicationError(
@@ -368,10 +382,12 @@ def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResul
 
 
 def commit_or_rewind(loop: CopyLoop, *, settle: Iterable[Key] = ()) -> bool:
-    """Commit; after an aborted transaction rewind every partition instead. True if committed."""
+    """Commit; after an aborted transaction rewind every partition instead. True if committed.
+    Aborted transactions that go on past the flow's errors.retry.timeout: LastingFaultError."""
     try:
         loop.commit(settle=settle)
-    except TransactionAborted:
+    except TransactionAborted as exc:
+        loop.writer.outage.failed(str(exc), loop.job.flow.settings.errors_retry_timeout_ms, loop.where)
         loop.rewind()
         return False
     return True
@@ -388,4 +404,7 @@ def worker_logging() -> None:
 def run_slot(job: CopyJob) -> list[dict[str, Any]]:
     """Entry point of an available-now Spark task: one payload per partition."""
     worker_logging()
-    return [result.payload() for result in copy_to_end(job)]
+    try:
+        return [result.payload() for result in copy_to_end(job)]
+    except LastingFaultError as exc:
+        return [fault_payload(str(exc))]

@@ -134,3 +134,19 @@ class PartitionResult:
     def payload(self) -> dict[str, Any]:
         """What a Spark task sends back to the driver: the row, the runs and the losses."""
         return {"row": self.row(), "runs": list(self.runs), "losses": [vars(loss) for loss in self.losses]}
+
+
+# A task whose failure outlasted the flow's errors.retry.timeout returns it instead of raising:
+# Spark would start the task again (spark.task.maxFailures) and the outage would last that many
+# bounds; the driver fails the flow with the message (LastingFaultError).
+FAULT = "fault"
+
+
+def fault_payload(message: str) -> dict[str, Any]:
+    return {FAULT: message}
+
+
+def split_faults(payloads: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None]:
+    """(the partitions' payloads, the first fault's message or None)."""
+    faults = [p[FAULT] for p in payloads if FAULT in p]
+    return [p for p in payloads if FAULT not in p], (faults[0] if faults else None)

@@ -22,10 +22,11 @@ from typing import Any
 
 from srm.config.model import Flow, SrmConfig
 from srm.control_lists import ControlReader
-from srm.errors import ClusterUnreachableError
+from srm.errors import ClusterUnreachableError, LastingFaultError
 from srm.replication.accounting import Phases
 from srm.replication.batch import BatchRunner
-from srm.replication.job import OPEN_END, CopyRange, Lease
+from srm.replication.job import OPEN_END, CopyRange, Lease, split_faults
+from srm.replication.outage import Outage
 from srm.replication.ownership import FlowOwner
 from srm.replication.resident import run_lease
 from srm.replication.selector import TopicSelector
@@ -130,15 +131,19 @@ class LeaseRunner(BatchRunner):
         self.watcher.expect(self.flow, {r.key for r in ranges})
         running = self._jobs.submit(lambda: self._copy_rdd(batch_id, jobs, run_lease).collect())
         self._watch(batch_id, running)
-        payloads: list[dict[str, Any]] = running.result()
+        payloads, fault = split_faults(running.result())
         phases.lap("lease")
         payloads = self._with_source_ends(payloads)
         self._after(f"lease {batch_id}", batch_id, len(ranges), payloads, phases)
+        if fault is not None:
+            raise LastingFaultError(fault)
 
     def _when_reachable(self, step: Callable[[], None]) -> None:
         """``step()``, again and again while a cluster does not answer: an outage pauses the flow
-        (the copiers park after their grace) instead of ending it; a stop request ends the wait."""
-        waited = 0.0
+        (the copiers park after their grace) for up to the flow's errors.retry.timeout, then ends it
+        (LastingFaultError); with -1 for good, saying every minute what it waits for. A stop
+        request ends the wait."""
+        outage = Outage()
         while True:
             try:
                 step()
@@ -146,10 +151,12 @@ class LeaseRunner(BatchRunner):
             except ClusterUnreachableError as exc:
                 if self.stopping.is_set():
                     raise
-                if waited % 60 < UNREACHABLE_RETRY_S:
-                    log.warning("flow %s: %s; the next lease waits for it (%.0f s so far)", self.flow.name, exc, waited)
+                if not outage.ongoing:
+                    log.warning("flow %s: %s; the next lease waits for it", self.flow.name, exc)
+                outage.failed(
+                    str(exc), self.flow.settings.errors_retry_timeout_ms, lambda: f"flow {self.flow.name}: next lease"
+                )
                 time.sleep(UNREACHABLE_RETRY_S)
-                waited += UNREACHABLE_RETRY_S
 
     def _watch(self, batch_id: int, running: futures.Future[Any]) -> None:
         """Until the lease's job returns: end the lease early when the plan would change."""

@@ -31,6 +31,21 @@ def _nest(flat: Positions) -> dict[str, dict[str, int]]:
     return nested
 
 
+def topics(offsets: Offsets) -> set[str]:
+    return set(offsets.get("offsets") or {}) | set(offsets.get("initial") or {})
+
+
+def without(offsets: Offsets, dropped: set[str]) -> Offsets:
+    """``offsets`` without the topics ``dropped`` (their offsets, ids and starting points)."""
+    return {
+        **offsets,
+        **{
+            key: {t: v for t, v in (offsets.get(key) or {}).items() if t not in dropped}
+            for key in ("offsets", "ids", "initial")
+        },
+    }
+
+
 def same(a: Offsets, b: Offsets) -> bool:
     """Nothing new between two plans (the ``initial`` markers of an earlier batch do not count)."""
     return positions(a) == positions(b) and a.get("ids", {}) == b.get("ids", {})

@@ -38,7 +38,7 @@ from typing import Any
 
 from srm import clients
 from srm.config.model import Cluster, Flow
-from srm.errors import FlowTakenOverError, RecordFormatError, SrmError
+from srm.errors import FlowTakenOverError, InvariantError, RecordFormatError, SrmError
 from srm.internal_topics import OWNERS_TOPIC
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
 from srm.topics import assign_partitions, read_to_end
@@ -237,7 +237,8 @@ class FlowOwner:
 
     def end_lease(self, lease: int) -> None:
         """Copy tasks of ``lease`` return now (they keep copying until the next lease renews them)."""
-        assert self.current is not None
+        if self.current is None:
+            raise InvariantError(f"flow {self.flow.name}: a lease ends before this run claimed the flow")
         self._write(replace(self.current, lease=lease + 1))
 
     def stop(self) -> None:

@@ -28,7 +28,7 @@ from srm import clients
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
 from srm.control_lists import ControlReader
-from srm.errors import ClusterUnreachableError
+from srm.errors import ClusterUnreachableError, InvariantError
 from srm.offsets.history import recorded_progress
 from srm.replication import offsets as plan
 from srm.replication.job import CopyRange
@@ -76,7 +76,8 @@ class Planner:
 
     def _select(self) -> None:
         """The topic predicate: the YAML's lists plus srm-control's (srm-control.internal)."""
-        assert self.control is not None
+        if self.control is None:
+            raise InvariantError(f"planner of {self.flow.name}: the srm-control lists are read before they were loaded")
         lists = self.control.lists(self.flow, "topics")
         self.selector = TopicSelector(self.flow, lists.allow, lists.deny)
 
@@ -84,7 +85,8 @@ class Planner:
     def topics(self) -> dict[str, int]:
         """Replicated source topics and their partition counts."""
         self._load()
-        assert self.control is not None
+        if self.control is None:
+            raise InvariantError(f"planner of {self.flow.name}: the srm-control lists are read before they were loaded")
         if self.control.poll():
             self._select()
             lists = self.control.lists(self.flow, "topics")
@@ -153,6 +155,15 @@ class Planner:
         if self.mode != "continuous":
             return offsets
         return {**offsets, "lease": int(previous.get("lease", 0)) + 1}
+
+    def out_of_flow(self, *plans: plan.Offsets) -> set[str]:
+        """The topics of ``plans`` the flow no longer replicates (YAML and srm-control lists as they are now)."""
+        self._load()
+        if self.control is None:
+            raise InvariantError(f"planner of {self.flow.name}: the srm-control lists are read before they were loaded")
+        if self.control.poll():
+            self._select()
+        return {t for p in plans for t in plan.topics(p) if not self.selector.replicates(t)}
 
     def ranges(self, start: plan.Offsets, end: plan.Offsets) -> list[CopyRange]:
         """What to copy between two plans; in continuous mode every partition of ``end`` (a lease).

@@ -47,6 +47,10 @@ class FlowQuery(threading.Thread):
             else:
                 self._continuous(start, batch)
         except BaseException as exc:  # handed to the thread that waits for the query
+            if not isinstance(exc, SrmError):  # a bug or a failure of Spark: its traceback, once, here
+                log.error(
+                    "flow %s: the replication stopped on an unexpected error", self.runner.flow.name, exc_info=exc
+                )
             self.error = exc
         finally:
             self.planner.close()
@@ -64,10 +68,22 @@ class FlowQuery(threading.Thread):
         last = self.plans.last()
         if last is None:
             return None, 0
+        start, end = last.start, last.end
+        dropped = self.planner.out_of_flow(start, end)
+        if dropped:  # the configuration outranks the plan: what left the flow is not copied again
+            start, end = offsets.without(start, dropped), offsets.without(end, dropped)
         if not last.done:
-            log.info("flow %s: batch %d did not finish; running it again", self.runner.flow.name, last.batch)
-            self._run(last.batch, last.start, last.end, Phases())
-        return last.end, last.batch + 1
+            name = self.runner.flow.name
+            if dropped:
+                log.warning(
+                    "flow %s: batch %d did not finish; running it again without %s, no longer in the flow (their "
+                    "progress on %s is kept: added back, they resume from it)",
+                    *(name, last.batch, ", ".join(sorted(dropped)), self.runner.flow.target),
+                )
+            else:
+                log.info("flow %s: batch %d did not finish; running it again", name, last.batch)
+            self._run(last.batch, start, end, Phases())
+        return end, last.batch + 1
 
     def _available_now(self, start: offsets.Offsets | None, batch: int) -> None:
         # A new query's first batch runs even with nothing to copy: it commits the positions of

@@ -29,9 +29,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from srm.errors import SrmError
+from srm.errors import InvariantError, LastingFaultError, SrmError
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
-from srm.replication.job import CopyJob, Lease, PartitionResult
+from srm.replication.job import CopyJob, Lease, PartitionResult, fault_payload
 from srm.replication.ownership import STOPPED, OwnerTail, latest_ownership, taken_over
 from srm.replication.writer import ProducerFencedError
 
@@ -106,7 +106,8 @@ class ResidentCopier(threading.Thread):
             self._close()
 
     def _copy(self) -> None:
-        assert self.loop is not None
+        if self.loop is None:
+            raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
         interval = self.lease.transaction_interval_ms / 1000
         while True:
             if self._renewal is not None:
@@ -131,7 +132,8 @@ class ResidentCopier(threading.Thread):
 
     def _settle_due(self) -> bool:
         """Time for plain progress records of quiet partitions (srm.replication.progress)?"""
-        assert self.loop is not None
+        if self.loop is None:
+            raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
         now = time.monotonic()
         if now < self._next_settle_poll:
             return False
@@ -139,7 +141,8 @@ class ResidentCopier(threading.Thread):
         return self.loop.writer.settle_due(list(self.loop.states.values()))
 
     def _hand_over(self) -> None:
-        assert self.loop is not None
+        if self.loop is None:
+            raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
         while not commit_or_rewind(self.loop):
             self.loop.step(IDLE_WAIT_S)
         results = self.loop.results()
@@ -156,7 +159,8 @@ class ResidentCopier(threading.Thread):
         self._taken.set()
 
     def _apply_renewal(self) -> None:
-        assert self.loop is not None
+        if self.loop is None:
+            raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
         with self._lock:
             job, self._renewal = self._renewal, None
         if job is None:
@@ -198,7 +202,8 @@ class ResidentCopier(threading.Thread):
 
     def _fenced(self, exc: ProducerFencedError) -> BaseException:
         """Fenced: by a newer owner (say so), or by a newer copier of this very slot (quietly)."""
-        assert self.loop is not None
+        if self.loop is None:
+            raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
         latest, _ = latest_ownership(self.loop.writer.target_consumer, self.job.flow, self.job.owners_offset)
         if latest is not None and latest.epoch != self.job.epoch and latest.run != self.job.owners_run:
             return taken_over(self.job.flow, self.job.epoch, latest)
@@ -268,13 +273,17 @@ def _same_writer(running: CopyJob, job: CopyJob) -> bool:
 
 def run_lease(job: CopyJob) -> list[dict[str, Any]]:
     """Entry point of a continuous-mode Spark task: one lease of one slot."""
-    assert job.lease is not None
+    if job.lease is None:
+        raise InvariantError(f"slot {job.slot} of flow {job.flow.name}: a lease task got a job without a lease")
     worker_logging()
     copier = attach(job)
     ends = time.monotonic() + job.lease.seconds
     while not copier.lease_over.is_set() and time.monotonic() < ends:
         copier.lease_over.wait(min(1.0, max(0.0, ends - time.monotonic())))
     results = copier.take()
+    payloads = [result.payload() for result in results]
+    if isinstance(copier.error, LastingFaultError):
+        return [*payloads, fault_payload(str(copier.error))]
     if copier.error is not None:
         raise copier.error
-    return [result.payload() for result in results]
+    return payloads

@@ -45,6 +45,7 @@ from srm.replication.kafka_errors import (
     transaction_error,
     write_error,
 )
+from srm.replication.outage import Outage, slot_outage
 from srm.replication.partition_state import PartitionState
 from srm.replication.producers import ProducerPair, RoutedProducer, Router
 from srm.replication.progress import progress_group
@@ -61,9 +62,7 @@ CHUNK_MAX_BYTES = 128 * 1024 * 1024
 CHUNK_MAX_SECONDS = 10.0
 FLUSH_TIMEOUT_S = 120.0
 TXN_TIMEOUT_S = 60.0
-# A transaction call that keeps failing with retriable errors this long (the target unreachable)
-# gives up: the task fails and Spark retries it.
-RETRY_FOR_S = 120.0
+RETRY_PAUSE_S = 0.2  # between two attempts of a transaction call that failed with a retriable error
 # Delivery failures that a later attempt can get past (the target's broker was down or a leader
 # moved for longer than librdkafka retried): the transaction is aborted and copied again.
 # Records librdkafka dropped from its queue: after an abortable transaction error, or on close.
@@ -100,6 +99,10 @@ class TargetWriter:
         self.exactly_once = job.flow.settings.exactly_once
         self.history = HistoryRecords(job, self.exactly_once)
         self.job = job
+        # Failures that may pass (retriable calls, aborted transactions) count against the flow's
+        # errors.retry.timeout from the first one after a commit, across tasks of the slot.
+        self.outage: Outage = slot_outage(cache, job)
+        self.where: Callable[[], str] = self.describe  # the copier says more: its partitions
         # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
         self.journal = ProgressJournal(self.exactly_once and job.lease is not None, self._progress)
         ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
@@ -316,6 +319,7 @@ class TargetWriter:
             result.latency.add_ages(visible_ms, state.stamps)
             state.stamps.clear()
         self.chunk_records = self.chunk_bytes = 0
+        self.outage.recovered()
         self.pair.advance()
         self.producer = self.pair.producer
 
@@ -339,7 +343,8 @@ class TargetWriter:
             if error.name() in PURGED and self.exactly_once:
                 error = self._failed_transaction() or error
             if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
-                log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())
+                if not self.outage.ongoing:  # then once a minute, by the outage
+                    log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())
                 raise TransactionAborted(error.str())
             raise self._write_error(error, state, offset, size)
         if remaining:
@@ -400,20 +405,28 @@ class TargetWriter:
     def _slot(self) -> str:
         return self.pair.transactional_id or self.job.transactional_id
 
+    def describe(self) -> str:
+        """What this writer does, where: for the messages of failures that last."""
+        t = self.job.target
+        return f"flow {self.job.flow.name}: {self._slot} writing to {t.alias} ({t.describe()})"
+
     def _retry(self, call: Callable[[], T], slot: str | None = None) -> T:
-        """``call()``, repeated while it fails with a retriable error (for up to RETRY_FOR_S)."""
+        """``call()``, repeated while it fails with a retriable error, up to the flow's
+        errors.retry.timeout from the first failure since the last commit (LastingFaultError)."""
         from confluent_kafka import KafkaException
 
-        deadline = time.monotonic() + RETRY_FOR_S
         while True:
             try:
                 return call()
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
-                if error is None or not error.retriable() or time.monotonic() > deadline:
+                if error is None or not error.retriable():
                     raise
-                log.warning("%s: %s (retrying)", slot or self._slot, error.str())
-                time.sleep(0.2)
+                first = not self.outage.ongoing
+                self.outage.failed(error.str(), self.job.flow.settings.errors_retry_timeout_ms, self.where)
+                if first:
+                    log.warning("%s: %s (retrying)", slot or self._slot, error.str())
+                time.sleep(RETRY_PAUSE_S)
 
     def _transactional(self, call: Callable[[], None]) -> None:
         """A call inside the open transaction: retriable errors repeat it, abortable ones abort."""
@@ -424,7 +437,8 @@ class TargetWriter:
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
             if error is not None and error.txn_requires_abort() and not error.fatal():
-                log.warning("%s: %s; aborting the transaction", self._slot, error.str())
+                if not self.outage.ongoing:  # then once a minute, by the outage
+                    log.warning("%s: %s; aborting the transaction", self._slot, error.str())
                 raise TransactionAborted(error.str()) from None
             raise
 

@@ -63,6 +63,9 @@ class _Planner:
     def ranges(self, start: dict[str, Any], end: dict[str, Any]) -> list[tuple[Any, Any]]:
         return [(start["offsets"], end["offsets"])]
 
+    def out_of_flow(self, *plans: dict[str, Any]) -> set[str]:
+        return set()  # the flow's topics are those of the plans (tests/unit/test_query.py: others)
+
     def close(self) -> None:
         pass
 

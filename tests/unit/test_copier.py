@@ -143,7 +143,7 @@ class SourceCache(FakeCache):
         return routed
 
     def client(self, key: Any, build: Any) -> Any:
-        return self.consumer if key[0] == "source-consumer" else object()
+        return self.consumer if key[0] == "source-consumer" else super().client(key, build)
 
 
 @pytest.fixture
@@ -237,3 +237,34 @@ def test_records_removed_by_retention_while_being_read_are_a_loss_of_their_exact
     else:  # the partition stops where its progress is, for the driver to fail the flow with the range
         assert consumer.seeks == [] and copied(cache) == []
         assert loop.blocked and result.next_offset == 0
+
+
+def test_a_target_that_times_out_every_delivery_ends_the_copy_at_the_bound_with_the_partitions_and_the_cause(
+    no_broker: dict[str, Any],
+) -> None:
+    from srm.errors import LastingFaultError
+    from srm.replication.copier import copy_to_end
+    from srm.replication.outage import Outage
+
+    no_broker["progress"] = {KEY: Progress(2, "id-1")}
+    consumer = FakeConsumer([0, 1, 2, 3, 4], end=5)
+    cache = SourceCache(consumer)
+    ticks = iter(range(0, 10_000, 30))  # each failed attempt 30 s after the one before
+    copy_job = available_now(5)
+    cache.kept[("outage", copy_job.flow.name, "0")] = Outage(clock=lambda: float(next(ticks)))
+    refusing = KafkaError(KafkaError._MSG_TIMED_OUT)
+    build = cache.producer
+
+    def refusing_producer(key: str, make: Any) -> Any:
+        routed = build(key, make)
+        cache.producers[key].fail_delivery[REMOTE] = refusing
+        return routed
+
+    cache.producer = refusing_producer  # type: ignore[method-assign]
+    with pytest.raises(LastingFaultError) as failed:
+        copy_to_end(copy_job, cache)  # type: ignore[arg-type]
+    message = str(failed.value)
+    assert "copying t[0] at offset 2 from" in message, message  # where its committed progress is
+    assert "(300 s, 11 attempt(s))" in message and "Message timed out" in message
+    assert copied(cache) == [], "nothing was committed"
+    assert consumer.seeks == [2] * 10, "each attempt read the records again from the committed progress"

@@ -110,6 +110,7 @@ class FakeCache:
         self.visible: list[list[Message]] = []
         self.producers: dict[str, FakeProducer] = {}
         self.dropped: list[str] = []
+        self.kept: dict[Any, Any] = {}
 
     def producer(self, key: str, build: Any) -> RoutedProducer:
         router = Router()
@@ -121,6 +122,10 @@ class FakeCache:
         self.dropped.append(key)
 
     def client(self, key: Any, build: Any) -> Any:
+        """Kafka clients are never contacted here; what the cache keeps that is not a client (the
+        slot's outage clock) is built and kept as in a worker."""
+        if key[0] == "outage":
+            return self.kept.setdefault(key, build())
         return object()
 
 

@@ -1,0 +1,94 @@
+"""A fault that looks transient but does not go away, and how long a copier lives with it.
+
+A delivery time-out, ``NOT_ENOUGH_REPLICAS`` while a target's ISR stays short, a target that does
+not answer: each aborts the open transaction, and the copier reads the records again from the
+committed progress and tries once more. Re-reading produces records, so nothing looks stalled,
+and without a bound such a flow would retry until Airflow's task time-out while every status
+says "running". An :class:`Outage` is the clock of one slot's failures: it starts at the first
+failure after a commit, the next commit stops it, and once it has run for the flow's
+``errors.retry.timeout`` the failure in hand ends the task with :class:`LastingFaultError`, which
+names the cluster, the partitions and offsets waiting, the broker's error and what to do. With
+``errors.retry.timeout: -1`` the copier waits for good instead and says every minute what for.
+
+One outage per slot lives in the worker's client cache (:mod:`.clientcache`), so a task that
+Spark starts again after a failure goes on counting from the first failure, not from zero.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, cast
+
+from srm.errors import LastingFaultError
+
+if TYPE_CHECKING:
+    from srm.replication.clientcache import ClientCache
+    from srm.replication.job import CopyJob
+
+log = logging.getLogger(__name__)
+
+WAITING_LOG_EVERY_S = 60.0  # how often a copier that waits says what for
+
+
+class Outage:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self._clock, self._wall = clock, wall
+        self.started: float | None = None  # monotonic time of the first failure since the last commit
+        self.since_ms = 0  # the same moment, wall clock (for the message)
+        self.failures = 0
+        self.cause = ""
+        self._next_log = 0.0
+
+    @property
+    def ongoing(self) -> bool:
+        return self.started is not None
+
+    def recovered(self) -> None:
+        """A transaction committed: the fault is over."""
+        if self.started is not None and self.failures > 1:
+            log.info("recovered after %d failed attempt(s) over %.0f s: %s", self.failures, self.elapsed(), self.cause)
+        self.started, self.failures, self.cause = None, 0, ""
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started is None else self._clock() - self.started
+
+    def remaining(self, timeout_ms: int) -> float | None:
+        """Seconds left before the bound (None: waiting for good); the whole bound before a failure."""
+        if timeout_ms < 0:
+            return None
+        return max(0.0, timeout_ms / 1000 - self.elapsed())
+
+    def failed(self, cause: str, timeout_ms: int, where: Callable[[], str]) -> None:
+        """Another failed attempt. Past ``timeout_ms`` since the first one: LastingFaultError, whose
+        message is ``where()`` (what was being done, on which cluster and partitions) with the cause,
+        how long and how often it failed, and the remedy. Waiting for good (-1): a log line a minute."""
+        now = self._clock()
+        if self.started is None:
+            self.started, self.since_ms, self._next_log = now, int(self._wall() * 1000), now + WAITING_LOG_EVERY_S
+        self.failures += 1
+        self.cause = cause
+        if 0 <= timeout_ms <= 1000 * (now - self.started):
+            raise LastingFaultError(self.message(where(), timeout_ms, now - self.started))
+        if now >= self._next_log:
+            self._next_log = now + WAITING_LOG_EVERY_S
+            bound = "for good (errors.retry.timeout: -1)" if timeout_ms < 0 else f"up to {timeout_ms / 1000:.0f} s"
+            log.warning("%s: waiting since %s %s: %s", where(), self.since(), bound, cause)
+
+    def since(self) -> str:
+        return datetime.fromtimestamp(self.since_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    def message(self, where: str, timeout_ms: int, elapsed: float) -> str:
+        return (
+            f"{where}: failing since {self.since()} ({elapsed:.0f} s, {self.failures} attempt(s)): "
+            f"{self.cause}. The flow stops after errors.retry.timeout ({timeout_ms} ms): fix the cause "
+            "and run the flow again, it resumes from its committed progress; or set errors.retry.timeout: -1 "
+            "for the flow to wait instead"
+        )
+
+
+def slot_outage(cache: ClientCache, job: CopyJob) -> Outage:
+    """The outage clock of the job's slot, kept in the worker's client cache across its tasks."""
+    return cast(Outage, cache.client(("outage", job.flow.name, str(job.slot)), Outage))
