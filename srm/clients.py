@@ -10,6 +10,8 @@ when running under Airflow, so a task log never shows them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import sys
 from typing import Any, Literal
@@ -55,6 +57,31 @@ def client_settings(cluster: Cluster, role: Role, **overrides: Any) -> dict[str,
         raise SrmError(f"cluster {cluster.alias}: no bootstrap servers (set bootstrap.servers or connection_id)")
     _mask_for_airflow(settings, secret)
     return settings
+
+
+def settings_digest(cluster: Cluster) -> str:
+    """A digest of every client setting of ``cluster`` as it resolves now (its Airflow connection,
+    ``${env:}`` and ``${file:}`` references read again): a client built from other settings is
+    stale, e.g. after a password rotation or a new bootstrap list. Never the settings themselves:
+    a cache key, not something to log."""
+    resolved = {role: client_settings(cluster, role) for role in ("producer", "consumer", "admin")}
+    text = json.dumps(resolved, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class SettingsWatch:
+    """Tells which clusters' client settings resolve differently from the last look (a password
+    rotated in the YAML, a ``${file:}``/``${env:}`` secret or an Airflow connection; a new bootstrap
+    list): the clients built from the old ones must be built again."""
+
+    def __init__(self, *clusters: Cluster) -> None:
+        self._digests = {c.alias: settings_digest(c) for c in clusters}
+
+    def changed(self, *clusters: Cluster) -> list[str]:
+        now = {c.alias: settings_digest(c) for c in clusters}
+        changed = [alias for alias, digest in now.items() if self._digests.get(alias) != digest]
+        self._digests = now
+        return changed
 
 
 def connection_settings(connection_id: str) -> dict[str, Any]:

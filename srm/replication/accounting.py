@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from srm import clients
-from srm.config.model import Flow, SrmConfig
+from srm.config.model import Cluster, Flow, SrmConfig
 from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic
 from srm.records import OffsetSync
 from srm.replication.history import HistoryIngest
@@ -76,6 +76,17 @@ class Accounting:
         self._sync_producer: Any = None
         self._pacers: dict[tuple[str, int], SyncPacer] = {}
         self.totals = {"batches": 0, "records": 0, "bytes": 0}
+
+    def use_clients(self, source: Cluster, target: Cluster, source_admin: Any, target_admin: Any) -> None:
+        """Clients built from the clusters' new settings, taken up between two batches' accounting."""
+
+        def swap() -> None:
+            self.source, self.target, self.source_admin = source, target, source_admin
+            self._sync_producer = None  # built again on first use
+            self.history.close()
+            self.history.target, self.history.admin = target, target_admin
+
+        self._pending.append(self._pool.submit(swap))
 
     def submit(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
         self._pending = [f for f in self._pending if not f.done()]

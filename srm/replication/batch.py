@@ -53,6 +53,7 @@ class BatchRunner:
         self.owner = owner
         self.source = config.cluster(flow.source)
         self.target = config.cluster(flow.target)
+        self.settings_watch = clients.SettingsWatch(self.source, self.target)
         self.source_admin = clients.admin_client(self.source)
         self.target_admin = clients.admin_client(self.target)
         self.remote_topics = RemoteTopics(flow, self.target, self.source_admin, self.target_admin)
@@ -78,6 +79,7 @@ class BatchRunner:
             return
         phases.lap("plan")
         self._reload()
+        self._refresh_clients()
         self._ensure_topics(ranges)
         phases.lap("topics")
         payloads, fault = split_faults(self._copy(batch_id, self.jobs(ranges), run_slot))
@@ -117,10 +119,30 @@ class BatchRunner:
             return False
         changed = flow != self.flow
         self.flow, self.config = flow, config
+        self.source, self.target = config.cluster(flow.source), config.cluster(flow.target)
         self.remote_topics.flow = flow
         self.accounting.flow = flow
         log.info("flow %s: configuration %s reloaded", flow.name, path)
         return changed
+
+    def _refresh_clients(self) -> bool:
+        """At each batch or lease, the driver's clients of a cluster whose client settings resolve
+        differently now are built again (the copiers do the same in their workers). True if so."""
+        changed = self.settings_watch.changed(self.source, self.target)
+        if not changed:
+            return False
+        log.info(
+            "flow %s: the client settings of %s changed; its clients are built again",
+            *(self.flow.name, " and ".join(changed)),
+        )
+        self.source_admin = clients.admin_client(self.source)
+        self.target_admin = clients.admin_client(self.target)
+        known = self.remote_topics.known
+        self.remote_topics = RemoteTopics(self.flow, self.target, self.source_admin, self.target_admin)
+        self.remote_topics.known = known
+        self.accounting.use_clients(self.source, self.target, self.source_admin, self.target_admin)
+        self.owner.use_target(self.target)
+        return True
 
     def close(self) -> None:
         self.accounting.close()

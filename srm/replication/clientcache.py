@@ -3,7 +3,10 @@
 Spark reuses its Python workers, so a micro-batch every second would otherwise pay for new
 connections and a transactional producer's initialisation (tens of milliseconds, more when it
 must fence a predecessor) on every task. Producers are keyed by transactional id, consumers and
-admin clients by flow. A fenced or failed producer is dropped and rebuilt on the next task.
+admin clients by flow. A fenced or failed producer is dropped and rebuilt on the next task. Each
+client is kept with the digest of the settings it was built from (srm.clients.settings_digest):
+asked for with another digest (a rotated password, a new bootstrap list), it is closed and built
+again.
 """
 
 from __future__ import annotations
@@ -22,39 +25,53 @@ MAX_PRODUCERS = 16
 class ClientCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._producers: OrderedDict[str, Any] = OrderedDict()
-        self._others: dict[tuple[str, ...], Any] = {}
+        self._producers: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._others: dict[tuple[str, ...], tuple[str, Any]] = {}
 
-    def producer(self, key: str, build: Callable[[], Any]) -> Any:
+    def producer(self, key: str, build: Callable[[], Any], digest: str = "") -> Any:
         with self._lock:
-            if key in self._producers:
+            kept = self._producers.get(key)
+            if kept is not None and kept[0] == digest:
                 self._producers.move_to_end(key)
-                return self._producers[key]
+                return kept[1]
+            if kept is not None:  # built from other settings
+                del self._producers[key]
+                _close(kept[1])
             client = build()
-            self._producers[key] = client
+            self._producers[key] = (digest, client)
             while len(self._producers) > MAX_PRODUCERS:
-                _, evicted = self._producers.popitem(last=False)
-                evicted.close()
+                _, (_, evicted) = self._producers.popitem(last=False)
+                _close(evicted)
             return client
 
     def drop_producer(self, key: str) -> None:
         with self._lock:
-            client = self._producers.pop(key, None)
-        if client is not None:
-            client.close()
+            kept = self._producers.pop(key, None)
+        if kept is not None:
+            _close(kept[1])
 
-    def client(self, key: tuple[str, ...], build: Callable[[], Any]) -> Any:
+    def client(self, key: tuple[str, ...], build: Callable[[], Any], digest: str = "") -> Any:
         with self._lock:
-            if key not in self._others:
-                self._others[key] = build()
-            return self._others[key]
+            kept = self._others.get(key)
+            if kept is not None and kept[0] == digest:
+                return kept[1]
+            if kept is not None:  # built from other settings
+                _close(kept[1])
+            client = build()
+            self._others[key] = (digest, client)
+            return client
 
     def drop_client(self, key: tuple[str, ...]) -> None:
         with self._lock:
-            client = self._others.pop(key, None)
-        close = getattr(client, "close", None)
-        if close is not None:
-            close()
+            kept = self._others.pop(key, None)
+        if kept is not None:
+            _close(kept[1])
+
+
+def _close(client: Any) -> None:
+    close = getattr(client, "close", None)
+    if close is not None:
+        close()
 
 
 CACHE = ClientCache()

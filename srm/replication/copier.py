@@ -346,7 +346,7 @@ class CopyLoop:
         def build() -> Any:
             return clients.reader(self.job.target, progress_group(self.job.flow.source))
 
-        return self.cache.client(("progress", self.job.flow.name), build)
+        return self.cache.client(("progress", self.job.flow.name), build, self.writer.digest)
 
     def owners_reader(self) -> Any:
         """The consumer a continuous copier follows the ownership records with (OwnerTail)."""
@@ -354,10 +354,12 @@ class CopyLoop:
         def build() -> Any:
             return clients.consumer(self.job.target, progress_group(self.job.flow.source), **OWNERS_TAIL_READER)
 
-        return self.cache.client(("owners-tail", self.job.flow.name), build)
+        return self.cache.client(("owners-tail", self.job.flow.name), build, self.writer.digest)
 
     def _target_admin(self) -> Any:
-        return self.cache.client(("target-admin", self.job.flow.name), lambda: clients.admin_client(self.job.target))
+        return self.cache.client(
+            ("target-admin", self.job.flow.name), lambda: clients.admin_client(self.job.target), self.writer.digest
+        )
 
 
 def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResult]:

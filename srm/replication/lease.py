@@ -121,6 +121,9 @@ class LeaseRunner(BatchRunner):
     def _lease(self, ranges: list[CopyRange], batch_id: int, phases: Phases) -> None:
         phases.lap("plan")
         self._reload()
+        if self._refresh_clients():
+            self.watcher.close()
+            self.watcher = PlanWatcher(self.flow, self.config, self.source_admin)
         self._when_reachable(lambda: self._ensure_topics(ranges))
         phases.lap("topics")
         s = self.flow.settings

@@ -257,6 +257,15 @@ class FlowOwner:
         if latest is not None and self.current is not None and latest.epoch != self.current.epoch:
             raise taken_over(self.flow, self.current, latest)
 
+    def use_target(self, target: Cluster) -> None:
+        """Clients built from the target's new settings (the flow's run goes on with its epoch: the
+        new producer has the owner's transactional id, and takes over from the old one)."""
+        self.target = target
+        old, self._consumer = self._consumer, clients.reader(target, "__srm.owners")
+        old.close()
+        if self._producer is not None:
+            self._producer = self._new_producer()
+
     def close(self) -> None:
         self._consumer.close()
 

@@ -50,6 +50,7 @@ class Planner:
         self.flow: Flow
         self.selector: TopicSelector
         self._load()
+        self.settings_watch = clients.SettingsWatch(self.config.cluster(source), self.config.cluster(target))
         self.source_admin = clients.admin_client(self.config.cluster(source))
         self.target_admin = clients.admin_client(self.config.cluster(target))
 
@@ -95,9 +96,23 @@ class Planner:
         return {t: n for t, n in sorted(counts.items()) if self.selector.replicates(t)}
 
     def snapshot(self) -> tuple[plan.Positions, dict[str, str]]:
+        self._refresh_clients()
         topics = self.topics()
         partitions = [(t, p) for t, n in topics.items() for p in range(n)]
         return list_offsets(self.source_admin, partitions, "latest"), topic_ids(self.source_admin, list(topics))
+
+    def _refresh_clients(self) -> None:
+        """Clients of a cluster whose client settings resolve differently now are built again."""
+        source, target = self.config.cluster(self.source_alias), self.config.cluster(self.target_alias)
+        changed = self.settings_watch.changed(source, target)
+        if not changed:
+            return
+        self.source_admin, self.target_admin = clients.admin_client(source), clients.admin_client(target)
+        if self.control is not None and target.alias in changed:
+            self.control.close()
+            self.control = ControlReader(target)
+            self.control.poll()
+            self._select()
 
     # --- plans --------------------------------------------------------------------------------
     def initial(self) -> plan.Offsets:

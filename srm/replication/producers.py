@@ -63,6 +63,8 @@ class ProducerPair:
         key: Callable[[str], str],
         build: Callable[[str], RoutedProducer],
         sink: DeliverySink,
+        *,
+        digest: str = "",
     ) -> None:
         self.cache = cache
         self.key = key
@@ -71,10 +73,11 @@ class ProducerPair:
         self._ids = ids
         self._build = build
         self._sink = sink
+        self._digest = digest  # of the target's client settings (ClientCache)
 
     def start(self) -> None:
         for tid in self._ids:
-            self.producers.append(self.cache.producer(self.key(tid), partial(self._build, tid)))
+            self.producers.append(self.cache.producer(self.key(tid), partial(self._build, tid), self._digest))
         for routed in self.producers:
             routed.router.sink = self._sink
 

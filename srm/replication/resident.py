@@ -29,6 +29,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from srm import clients
 from srm.errors import InvariantError, LastingFaultError, SrmError
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
 from srm.replication.job import CopyJob, Lease, PartitionResult, fault_payload
@@ -50,9 +51,10 @@ TAKE_POLL_S = 0.05
 
 
 class ResidentCopier(threading.Thread):
-    def __init__(self, job: CopyJob) -> None:
+    def __init__(self, job: CopyJob, digests: tuple[str, str] = ("", "")) -> None:
         super().__init__(name=f"srm-copier-{job.transactional_id}", daemon=True)
         self.job = job
+        self.digests = digests  # of the source's and the target's client settings it started with
         self.lease: Lease = job.lease or Lease(0, 0, 100)
         self.loop: CopyLoop | None = None
         self._lock = threading.Lock()
@@ -228,18 +230,32 @@ _REGISTRY_LOCK = threading.Lock()
 
 
 def attach(job: CopyJob) -> ResidentCopier:
-    """The running copier of the job's slot, renewed; a new one if there is none of this epoch."""
+    """The running copier of the job's slot, renewed; a new one if there is none of this epoch, or
+    if the client settings of a cluster resolve differently now (the YAML, a ``${env:}`` or
+    ``${file:}`` secret, an Airflow connection changed): the new copier's clients are built afresh."""
     key = (job.flow.name, job.slot)
+    digests = (clients.settings_digest(job.source), clients.settings_digest(job.target))
     with _REGISTRY_LOCK:
         copier = _COPIERS.get(key)
-        if copier is not None and copier.is_alive() and _same_writer(copier.job, job) and copier.error is None:
-            copier.renew(job)
-            return copier
-        if copier is not None and copier.is_alive():  # another epoch or writer: it commits and stops
+        running = copier is not None and copier.is_alive()
+        if copier is not None and running and _same_writer(copier.job, job) and copier.error is None:
+            if copier.digests == digests:
+                copier.renew(job)
+                return copier
+            changed = [
+                c.alias
+                for c, old, new in zip((job.source, job.target), copier.digests, digests, strict=True)
+                if old != new
+            ]
+            log.info(
+                "slot %d of flow %s: the client settings of %s changed; the copier starts again with new clients",
+                *(job.slot, job.flow.name, " and ".join(changed)),
+            )
+        if copier is not None and running:  # another epoch, writer or settings: it commits and stops
             copier.deadline = 0.0
             copier.join(TAKE_TIMEOUT_S)
         freeze_heap()
-        copier = ResidentCopier(job)
+        copier = ResidentCopier(job, digests)
         _COPIERS[key] = copier
         log.info(
             "slot %d of flow %s: copier started (epoch %d, %d partition(s))",

@@ -49,14 +49,17 @@ class SourceReader:
     def __init__(self, job: CopyJob, cache: ClientCache) -> None:
         self.job = job
         self.cache = cache
-        self.consumer = cache.client(("source-consumer", job.flow.name), self._build_consumer)
+        self.digest = clients.settings_digest(job.source)  # its clients are built again when it changes
+        self.consumer = cache.client(("source-consumer", job.flow.name), self._build_consumer, self.digest)
         self.consumer.assign([])
 
     def _build_consumer(self) -> Any:
         return clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **CONSUMER_SETTINGS)
 
     def admin(self) -> Any:
-        return self.cache.client(("source-admin", self.job.flow.name), lambda: clients.admin_client(self.job.source))
+        return self.cache.client(
+            ("source-admin", self.job.flow.name), lambda: clients.admin_client(self.job.source), self.digest
+        )
 
     def log_starts(self, keys: list[Key]) -> dict[Key, int]:
         """Each partition's earliest offset on the source (its log-start offset)."""

@@ -106,11 +106,12 @@ class TargetWriter:
         # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
         self.journal = ProgressJournal(self.exactly_once and job.lease is not None, self._progress)
         ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
-        self.pair = ProducerPair(cache, ids, self._key, self._build_producer, self)
+        self.digest = clients.settings_digest(job.target)  # its clients are built again when it changes
+        self.pair = ProducerPair(cache, ids, self._key, self._build_producer, self, digest=self.digest)
         self.pair.start()
         # The pair's producer of the turn, kept as an attribute: produce() reads it once per record.
         self.producer = self.pair.producer
-        self.target_consumer = cache.client(("target", job.flow.name), self._build_target_consumer)
+        self.target_consumer = cache.client(("target", job.flow.name), self._build_target_consumer, self.digest)
         self.by_target: dict[tuple[str, int], PartitionState] = {}
         self.reporters: dict[PartitionState, Callable[[Any, Any], None]] = {}
         self.in_transaction = False

@@ -289,3 +289,34 @@ flows:
 def test_flow_settings_alone_validate_cross_field_rules() -> None:
     with pytest.raises(ValidationError, match="needs a schedule"):
         FlowSettings.model_validate({"mode": "scheduled"})
+
+
+def test_a_rotated_file_secret_changes_the_clusters_settings_digest_which_never_holds_it(tmp_path: Path) -> None:
+    from srm.clients import settings_digest
+
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text("b.password = before\n")
+    config = parse(SECRET_CONFIG.replace("${env:SRM_TEST_B_PASSWORD}", f"${{file:{secrets}:b.password}}"))
+    before = settings_digest(config.cluster("b"))
+    assert settings_digest(config.cluster("b")) == before, "the same settings, the same digest"
+    secrets.write_text("b.password = after\n")
+    after = settings_digest(config.cluster("b"))
+    assert after != before and "after" not in after and len(after) == 16
+
+
+def test_a_settings_watch_names_the_clusters_whose_settings_resolve_differently_since_the_last_look(
+    tmp_path: Path,
+) -> None:
+    from srm.clients import SettingsWatch
+
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text("b.password = before\n")
+    config = parse(SECRET_CONFIG.replace("${env:SRM_TEST_B_PASSWORD}", f"${{file:{secrets}:b.password}}"))
+    a, b = config.cluster("a"), config.cluster("b")
+    watch = SettingsWatch(a, b)
+    assert watch.changed(a, b) == []
+    secrets.write_text("b.password = after\n")
+    assert watch.changed(a, b) == ["b"]
+    assert watch.changed(a, b) == [], "reported once"
+    moved = config.cluster("a").model_copy(update={"bootstrap_servers": "127.0.0.1:9"})
+    assert watch.changed(moved, b) == ["a"], "a new bootstrap list"

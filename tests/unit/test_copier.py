@@ -129,8 +129,8 @@ class SourceCache(FakeCache):
         self.consumer = consumer
         self.timestamps: list[int] = []
 
-    def producer(self, key: str, build: Any) -> Any:
-        routed = super().producer(key, build)
+    def producer(self, key: str, build: Any, digest: str = "") -> Any:
+        routed = super().producer(key, build, digest)
         fake: FakeProducer = self.producers[key]
         produce = fake.produce
 
@@ -142,8 +142,8 @@ class SourceCache(FakeCache):
         fake.produce = keep_timestamp  # type: ignore[method-assign]
         return routed
 
-    def client(self, key: Any, build: Any) -> Any:
-        return self.consumer if key[0] == "source-consumer" else super().client(key, build)
+    def client(self, key: Any, build: Any, digest: str = "") -> Any:
+        return self.consumer if key[0] == "source-consumer" else super().client(key, build, digest)
 
 
 @pytest.fixture
@@ -255,8 +255,8 @@ def test_a_target_that_times_out_every_delivery_ends_the_copy_at_the_bound_with_
     refusing = KafkaError(KafkaError._MSG_TIMED_OUT)
     build = cache.producer
 
-    def refusing_producer(key: str, make: Any) -> Any:
-        routed = build(key, make)
+    def refusing_producer(key: str, make: Any, digest: str = "") -> Any:
+        routed = build(key, make, digest)
         cache.producers[key].fail_delivery[REMOTE] = refusing
         return routed
 

@@ -98,3 +98,43 @@ def test_a_run_is_released_once_when_two_threads_release_it() -> None:
     for thread in threads:
         thread.join(5)
     assert calls == ["runner.close", "owner.stop", "owner.close"]
+
+
+def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_differently(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rotated password (in the YAML, a ${file:} or ${env:} secret, an Airflow connection): the
+    next lease's task does not renew the running copier, whose clients hold the old settings."""
+    started: list[Any] = []
+
+    class Copier(threading.Thread):
+        def __init__(self, job: Any, digests: tuple[str, str]) -> None:
+            super().__init__(daemon=True)
+            self.job, self.digests, self.error, self.deadline = job, digests, None, 1e18
+            self.renewed: list[Any] = []
+            self.stop = threading.Event()
+            started.append(self)
+
+        def run(self) -> None:
+            while self.deadline > 0:
+                time.sleep(0.01)
+
+        def renew(self, job: Any) -> None:
+            self.renewed.append(job)
+
+    password = {"b": "before"}
+    monkeypatch.setattr(resident, "ResidentCopier", Copier)
+    monkeypatch.setattr(resident, "freeze_heap", lambda: None)
+    monkeypatch.setattr(resident.clients, "settings_digest", lambda cluster: password.get(cluster.alias, "same"))
+    monkeypatch.setattr(resident, "_COPIERS", {})
+    source, target = type("C", (), {"alias": "a"})(), type("C", (), {"alias": "b"})()
+    settings = type("S", (), {"exactly_once": True, "on_data_loss": "fail"})()
+    job = type("Job", (), {"flow": type("F", (), {"name": "a->b", "settings": settings})(), "slot": 0, "epoch": 1})()
+    job.source, job.target, job.ranges = source, target, ()
+    first = resident.attach(job)
+    assert resident.attach(job) is first and first.renewed == [job], "the same settings: renewed"
+    password["b"] = "after"
+    second = resident.attach(job)
+    assert second is not first and not first.is_alive(), "the old copier committed and stopped"
+    assert second.digests == ("same", "after")
+    second.deadline = 0.0

@@ -112,7 +112,7 @@ class FakeCache:
         self.dropped: list[str] = []
         self.kept: dict[Any, Any] = {}
 
-    def producer(self, key: str, build: Any) -> RoutedProducer:
+    def producer(self, key: str, build: Any, digest: str = "") -> RoutedProducer:
         router = Router()
         fake = FakeProducer(router.delivered, self.offsets, self.visible)
         self.producers[key] = fake
@@ -121,7 +121,7 @@ class FakeCache:
     def drop_producer(self, key: str) -> None:
         self.dropped.append(key)
 
-    def client(self, key: Any, build: Any) -> Any:
+    def client(self, key: Any, build: Any, digest: str = "") -> Any:
         """Kafka clients are never contacted here; what the cache keeps that is not a client (the
         slot's outage clock) is built and kept as in a worker."""
         if key[0] == "outage":
