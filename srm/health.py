@@ -4,6 +4,9 @@
 A flow is
 - ``paused`` when its replicate DAG is paused in Airflow (known where Airflow's database is);
 - ``failed`` when a replicate task failed for good after the newest replicated heartbeat;
+- ``waiting`` when its run said it waits for a cluster that does not answer (srm.replication.flow_state)
+  and no heartbeat replicated since: "waiting for us-east since T", whether or not the clusters answer
+  this request;
 - ``running`` when a heartbeat replicated within ``ALIVE_S`` (as the heartbeats DAG's stall check);
 - ``stalled`` otherwise, with the heartbeat's age as the reason.
 """
@@ -21,9 +24,10 @@ from srm.control_lists import read_lists
 from srm.errors import SrmError
 from srm.failover import partition_lag
 from srm.heartbeats import freshness
+from srm.replication.flow_state import WAITING
 from srm.replication.selector import TopicSelector
 from srm.topics import list_offsets, partition_counts, read_to_end
-from srm.warehouse import DATA_LOSS, TASK_FAILURES, Warehouse
+from srm.warehouse import DATA_LOSS, FLOW_STATES, TASK_FAILURES, Warehouse
 
 ALIVE_S = 120.0  # as the heartbeats DAG's stall sensor: a newer replicated heartbeat means running
 STATUS_READ_S = 10.0  # reading the newest records of an internal topic
@@ -47,15 +51,30 @@ class FlowHealth:
 
 
 def assess(
-    now_ms: int, heartbeat_ms: int | None, paused: bool | None, failure: dict[str, Any] | None, replicate_dag: str
+    now_ms: int,
+    heartbeat_ms: int | None,
+    paused: bool | None,
+    failure: dict[str, Any] | None,
+    replicate_dag: str,
+    *,
+    waiting: dict[str, Any] | None = None,
 ) -> tuple[str, str, str | None]:
-    """State, reason and since-when from the facts (pure)."""
+    """State, reason and since-when from the facts (pure). ``waiting``: the flow's newest
+    flow_states row."""
     if paused:
         return "paused", f"DAG {replicate_dag} is paused in Airflow", None
     if failure and failure["dag_id"] == replicate_dag:
         failed_ms = _ms(failure["failed_at"])
         if heartbeat_ms is None or failed_ms > heartbeat_ms:  # no heartbeat crossed since: not recovered
             return "failed", f"task {failure['task_id']} failed: {_first_line(failure['error'])}", _iso(failed_ms)
+    if waiting and waiting["state"] == WAITING:
+        since_ms = _ms(waiting["since"])
+        if heartbeat_ms is None or since_ms > heartbeat_ms:  # no heartbeat crossed since it began to wait
+            return (
+                "waiting",
+                f"waiting for {waiting['cluster']} since {_iso(since_ms)}: {waiting['reason']}",
+                _iso(since_ms),
+            )
     if heartbeat_ms is None:
         return "stalled", "no heartbeat has been replicated yet", None
     age_s = (now_ms - heartbeat_ms) / 1000
@@ -71,10 +90,12 @@ def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> Fl
     warehouse = Warehouse(config.storage.warehouse)
     failure = newest(warehouse.read(TASK_FAILURES, flow=flow.name), "failed_at")
     loss = newest(warehouse.read(DATA_LOSS, flow=flow.name), "detected_at")
+    waiting = newest(warehouse.read(FLOW_STATES, flow=flow.name), "since")
     health.last_error = _error(failure, loss)
+    replicate = dag_id(flow, "replicate")
     try:
         beat = freshness(config.cluster(flow.target), flow)
-        state = assess(beat.now_ms, beat.newest_ms, paused, failure, dag_id(flow, "replicate"))
+        state = assess(beat.now_ms, beat.newest_ms, paused, failure, replicate, waiting=waiting)
         health.state, health.reason, health.since = state
         health.heartbeat_age_s = None if beat.age_s is None else round(beat.age_s, 1)
         health.lag = flow_lag(config, flow)
@@ -82,6 +103,9 @@ def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> Fl
         health.checkpoint_age_s = None if checkpoint is None else round(checkpoint, 1)
     except SrmError as exc:
         health.reason = str(exc)
+        known = assess(int(time.time() * 1000), None, paused, failure, replicate, waiting=waiting)
+        if known[0] in ("paused", "failed", "waiting"):  # what the flow said, whatever the clusters do now
+            health.state, health.reason, health.since = known
     return health
 
 

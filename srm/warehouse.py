@@ -41,6 +41,7 @@ SYNC_HISTORY = "offset_sync_history"
 DATA_LOSS = "data_loss"
 CHECKPOINT_METRICS = "checkpoint_metrics"
 TASK_FAILURES = "task_failures"
+FLOW_STATES = "flow_states"  # a row when a running flow starts or stops waiting for a cluster
 METRICS_HOURLY = "replication_metrics_hourly"
 CHECKPOINTS_HOURLY = "checkpoint_metrics_hourly"
 HOUR_MS = 3_600_000
@@ -168,6 +169,16 @@ def _schemas() -> dict[str, Any]:
                 ("error", s),
                 ("log_url", s),
                 ("failed_at", ts),
+            ]
+        ),
+        FLOW_STATES: pa.schema(
+            [
+                ("flow", s),
+                ("run_id", s),
+                ("state", s),  # waiting | copying
+                ("cluster", s),  # what it waits for
+                ("reason", s),
+                ("since", ts),
             ]
         ),
         METRICS_HOURLY: pa.schema(

@@ -27,10 +27,12 @@ from srm.errors import DataLossError, InvariantError, LastingFaultError, Replica
 from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic, progress_topic_name
 from srm.replication.accounting import Accounting, Phases
 from srm.replication.copier import run_slot
+from srm.replication.flow_state import FlowStates
 from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.remote_topics import RemoteTopics
 from srm.topics import partition_counts
+from srm.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
 SLOT_VARIABLE = "SRM_COPY_SLOT"
@@ -64,6 +66,7 @@ class BatchRunner:
             config, flow, query_id, owner.run, source_admin=self.source_admin, target_admin=self.target_admin
         )
         self._config_mtime = Path(config.file).stat().st_mtime if Path(config.file).exists() else 0.0
+        self.states = FlowStates(Warehouse(config.storage.warehouse), flow.name, owner.run)
 
     @property
     def ownership(self) -> Ownership:
@@ -143,6 +146,10 @@ class BatchRunner:
         self.accounting.use_clients(self.source, self.target, self.source_admin, self.target_admin)
         self.owner.use_target(self.target)
         return True
+
+    def unanswering(self, exc: Exception) -> str:
+        """Which of the flow's clusters ``exc`` (a ClusterUnreachableError) is about."""
+        return self.flow.target if str(self.target_admin.srm_cluster) in str(exc) else self.flow.source
 
     def close(self) -> None:
         self.accounting.close()

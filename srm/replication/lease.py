@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from srm import clients
 from srm.config.model import Flow, SrmConfig
 from srm.control_lists import ControlReader
 from srm.errors import ClusterUnreachableError, LastingFaultError
@@ -40,6 +41,11 @@ WATCH_EVERY_S = 1.0  # how often the driver looks for changes while a lease runs
 # the first time), falls into the start-up, not into copying at full speed (bench/REPORT.md, "Latency").
 FIRST_LEASE_S = 5
 UNREACHABLE_RETRY_S = 5.0  # between attempts to start a lease while a cluster does not answer
+# A lease whose job runs this long past its end (its copiers hand over within a second or two)
+# is probed: does a cluster not answer? Then again every OVERRUN_PROBE_EVERY_S while it runs on.
+OVERRUN_S = 30.0
+OVERRUN_PROBE_EVERY_S = 60.0
+PROBE_TIMEOUT_S = 10.0
 
 
 class PlanWatcher:
@@ -133,8 +139,10 @@ class LeaseRunner(BatchRunner):
         jobs = self.jobs([replace(r, end=OPEN_END) for r in ranges], lease)
         self.watcher.expect(self.flow, {r.key for r in ranges})
         running = self._jobs.submit(lambda: self._copy_rdd(batch_id, jobs, run_lease).collect())
-        self._watch(batch_id, running)
+        self._watch(batch_id, running, seconds)
         payloads, fault = split_faults(running.result())
+        if fault is None:
+            self.states.copying()
         phases.lap("lease")
         payloads = self._with_source_ends(payloads)
         self._after(f"lease {batch_id}", batch_id, len(ranges), payloads, phases)
@@ -154,20 +162,24 @@ class LeaseRunner(BatchRunner):
             except ClusterUnreachableError as exc:
                 if self.stopping.is_set():
                     raise
-                if not outage.ongoing:
-                    log.warning("flow %s: %s; the next lease waits for it", self.flow.name, exc)
+                self.states.waiting(self.unanswering(exc), f"{exc}; the next lease waits for it")
                 outage.failed(
                     str(exc), self.flow.settings.errors_retry_timeout_ms, lambda: f"flow {self.flow.name}: next lease"
                 )
                 time.sleep(UNREACHABLE_RETRY_S)
 
-    def _watch(self, batch_id: int, running: futures.Future[Any]) -> None:
-        """Until the lease's job returns: end the lease early when the plan would change."""
+    def _watch(self, batch_id: int, running: futures.Future[Any], seconds: float) -> None:
+        """Until the lease's job returns: end the lease early when the plan would change; when it
+        overruns, find out whether it waits for a cluster that does not answer."""
         ended = False
+        overrun = time.monotonic() + seconds + OVERRUN_S
         while not running.done():
             futures.wait([running], timeout=WATCH_EVERY_S)
             if running.done():
                 return
+            if time.monotonic() > overrun:
+                overrun = time.monotonic() + OVERRUN_PROBE_EVERY_S
+                self._probe()
             self.owner.check()  # another run took the flow over: its tasks fail the job too
             if ended:
                 continue
@@ -180,6 +192,16 @@ class LeaseRunner(BatchRunner):
             else:
                 self.owner.end_lease(batch_id)
             ended = True
+
+    def _probe(self) -> None:
+        """A lease that overran: its copiers retry while a cluster does not answer (up to the flow's
+        errors.retry.timeout); say which, for the status and the log."""
+        for cluster in (self.target, self.source):
+            try:
+                clients.check_reachable(cluster, PROBE_TIMEOUT_S)
+            except ClusterUnreachableError as exc:
+                self.states.waiting(cluster.alias, f"{exc}; the copiers retry")
+                return
 
     def _change(self) -> str | None:
         try:

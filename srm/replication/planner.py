@@ -45,6 +45,7 @@ class Planner:
         self.config_path = config_path
         self.source_alias, self.target_alias = source, target
         self._mtime = 0.0
+        self.unanswered = ""  # continuous mode: why the last plan could not be made (the source did not answer)
         self.control: ControlReader | None = None
         self.config: SrmConfig
         self.flow: Flow
@@ -140,7 +141,7 @@ class Planner:
         except ClusterUnreachableError as exc:
             if self.mode != "continuous":
                 raise
-            log.warning("flow %s: no new lease while %s does not answer: %s", self.flow.name, self.source_alias, exc)
+            self.unanswered = str(exc)  # the query says so (srm.replication.flow_state) and bounds the wait
             return start
         end, new = self._after(start, ends, ids)
         if self.mode != "continuous" and plan.same(start, end) and not new:

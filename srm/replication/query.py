@@ -21,6 +21,7 @@ from typing import Any
 from srm.errors import SrmError
 from srm.replication import offsets
 from srm.replication.accounting import Phases
+from srm.replication.outage import Outage
 from srm.replication.plan_log import PlanLog
 from srm.replication.planner import Planner
 
@@ -101,14 +102,21 @@ class FlowQuery(threading.Thread):
             begin, batch, must_run = end, batch + 1, False
 
     def _continuous(self, start: offsets.Offsets | None, batch: int) -> None:
+        outage = Outage()  # the source not answering, bounded by the flow's errors.retry.timeout
         while not self.stopping.is_set():
             phases = Phases()
             begin = start if start is not None else self.planner.initial()
             end = self.planner.latest(begin)
             if end is begin:  # the source does not answer: no new lease yet
+                flow = self.runner.flow
+                reason = f"{self.planner.unanswered}; no new lease"
+                self.runner.states.waiting(flow.source, reason)
+                where = f"flow {flow.name}: planning the next lease"
+                outage.failed(reason, flow.settings.errors_retry_timeout_ms, lambda: where)  # noqa: B023 - called now
                 start = begin
                 self.stopping.wait(UNANSWERED_WAIT_S)
                 continue
+            outage.recovered()
             self.plans.planned(batch, begin, end)
             self._run(batch, begin, end, phases)
             start, batch = end, batch + 1

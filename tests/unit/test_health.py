@@ -35,3 +35,22 @@ def test_a_replicate_failure_after_the_newest_heartbeat_is_failed() -> None:
 
 def test_paused_wins() -> None:
     assert assess(NOW, None, True, failure(NOW), DAG) == ("paused", f"DAG {DAG} is paused in Airflow", None)
+
+
+def waiting(at_ms: int, state: str = "waiting") -> dict[str, Any]:
+    since = datetime.fromtimestamp(at_ms / 1000, UTC)
+    reason = "cannot list topics on us-east (127.0.0.1:9093): timed out; the next lease waits for it"
+    return {"state": state, "cluster": "us-east", "reason": reason, "since": since}
+
+
+def test_a_flow_that_said_it_waits_for_a_cluster_is_waiting_since_then_until_a_heartbeat_crosses() -> None:
+    state, reason, since = assess(NOW, NOW - 300_000, False, None, DAG, waiting=waiting(NOW - 240_000))
+    at = datetime.fromtimestamp((NOW - 240_000) / 1000, UTC).isoformat(timespec="seconds")
+    assert (state, since) == ("waiting", at)
+    assert reason.startswith(f"waiting for us-east since {at}: cannot list topics on us-east")
+    assert assess(NOW, None, False, None, DAG, waiting=waiting(NOW))[0] == "waiting", "the target cannot be read"
+    # a heartbeat replicated after it began to wait: copying again (the run's next row may be late)
+    assert assess(NOW, NOW - 1_000, False, None, DAG, waiting=waiting(NOW - 60_000))[0] == "running"
+    assert assess(NOW, NOW - 1_000, False, None, DAG, waiting=waiting(NOW - 60_000, "copying"))[0] == "running"
+    # a failure after it: failed, with the failure's message
+    assert assess(NOW, None, False, failure(NOW), DAG, waiting=waiting(NOW - 60_000))[0] == "failed"

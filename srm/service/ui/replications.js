@@ -6,7 +6,7 @@
 const API = "../v2";
 const REFRESH_MS = 30000;
 const SAMPLES = 60;
-const STATES = ["running", "stalled", "failed", "paused", "unknown"];
+const STATES = ["running", "waiting", "stalled", "failed", "paused", "unknown"];
 const SVG = "http://www.w3.org/2000/svg";
 const CHARTS = [
   {
@@ -345,7 +345,7 @@ async function drawTopics(flow) {
 
 function mostUrgent(flows) {
   // What an on-call engineer looks at first: a failed flow, then a stalled one, ...
-  const order = ["failed", "stalled", "unknown", "paused", "running"];
+  const order = ["failed", "waiting", "stalled", "unknown", "paused", "running"];
   const ranked = [...flows].sort((a, b) => order.indexOf(stateOf(a)) - order.indexOf(stateOf(b)));
   return ranked.length ? ranked[0].flow : null;
 }
