@@ -89,6 +89,14 @@ PRODUCER_SETTINGS = {
 }
 
 
+def delivery_timeout_ms(retry_timeout_ms: int) -> int:
+    """librdkafka's message.timeout.ms for a flow: a record that is not acknowledged within the
+    flow's errors.retry.timeout fails its transaction then, not after the transaction time-out
+    (librdkafka caps it there); between 5 s and PRODUCER_SETTINGS' transaction.timeout.ms."""
+    cap = int(PRODUCER_SETTINGS["transaction.timeout.ms"])
+    return cap if retry_timeout_ms < 0 else max(5_000, min(cap, retry_timeout_ms))
+
+
 class TransactionAborted(Exception):
     """The open transaction was aborted after an abortable error: rewind to the committed progress."""
 
@@ -137,7 +145,11 @@ class TargetWriter:
 
     def _build_producer(self, transactional_id: str) -> RoutedProducer:
         router = Router()
-        settings: dict[str, Any] = {**PRODUCER_SETTINGS, "on_delivery": router.delivered}
+        settings: dict[str, Any] = {
+            **PRODUCER_SETTINGS,
+            "on_delivery": router.delivered,
+            "message.timeout.ms": delivery_timeout_ms(self.job.flow.settings.errors_retry_timeout_ms),
+        }
         if self.exactly_once:
             settings["transactional.id"] = transactional_id
         else:
@@ -145,7 +157,7 @@ class TargetWriter:
         producer = clients.producer(self.job.target, **settings)
         if self.exactly_once:
             try:
-                self._retry(lambda: producer.init_transactions(TXN_TIMEOUT_S), transactional_id)
+                self._retry(lambda: producer.init_transactions(self._call_timeout()), transactional_id)
             except Exception as exc:
                 raise self._api_error(exc, "starting transactions") from None
         return RoutedProducer(producer, router, transactional_id)
@@ -285,7 +297,7 @@ class TargetWriter:
             restated = journal.restate(states, due, restarts)
             pending = [self.history.write(self.producer, s) for s in dirty]
             if self.exactly_once:
-                self._transactional(lambda: self.producer.commit_transaction(TXN_TIMEOUT_S))
+                self._transactional(lambda: self.producer.commit_transaction(self._call_timeout()))
             else:
                 self._flush()
         except (ReplicationError, TransactionAborted):
@@ -387,7 +399,7 @@ class TargetWriter:
         if not self.exactly_once:
             return
         try:
-            self.producer.abort_transaction(TXN_TIMEOUT_S)
+            self.producer.abort_transaction(self._call_timeout())
         except Exception as exc:  # the producer is unusable; the next task builds a new one
             log.warning("aborting the transaction of %s failed (%s); dropping the producer", self._slot, exc)
             self._drop_producers()
@@ -405,6 +417,12 @@ class TargetWriter:
     @property
     def _slot(self) -> str:
         return self.pair.transactional_id or self.job.transactional_id
+
+    def _call_timeout(self) -> float:
+        """A transaction call's time-out: TXN_TIMEOUT_S, and once failures began no more than what
+        is left of the flow's errors.retry.timeout (at least a second: an abort after the bound)."""
+        left = self.outage.remaining(self.job.flow.settings.errors_retry_timeout_ms) if self.outage.ongoing else None
+        return TXN_TIMEOUT_S if left is None else max(1.0, min(TXN_TIMEOUT_S, left))
 
     def describe(self) -> str:
         """What this writer does, where: for the messages of failures that last."""

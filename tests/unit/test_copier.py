@@ -249,9 +249,9 @@ def test_a_target_that_times_out_every_delivery_ends_the_copy_at_the_bound_with_
     no_broker["progress"] = {KEY: Progress(2, "id-1")}
     consumer = FakeConsumer([0, 1, 2, 3, 4], end=5)
     cache = SourceCache(consumer)
-    ticks = iter(range(0, 10_000, 30))  # each failed attempt 30 s after the one before
     copy_job = available_now(5)
-    cache.kept[("outage", copy_job.flow.name, "0")] = Outage(clock=lambda: float(next(ticks)))
+    outage = Outage(clock=lambda: 30.0 * outage.failures)  # each failed attempt 30 s after the one before
+    cache.kept[("outage", copy_job.flow.name, "0")] = outage
     refusing = KafkaError(KafkaError._MSG_TIMED_OUT)
     build = cache.producer
 

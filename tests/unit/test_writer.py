@@ -236,3 +236,12 @@ def test_a_fenced_writer_drops_its_producers_and_says_a_newer_writer_took_over()
     assert not writer.usable
     assert sorted(cache.dropped) == sorted(copy_job.transactional_ids)
     assert visible(cache) == [] and state.committed == 0
+
+
+def test_a_record_fails_its_transaction_within_the_flows_retry_bound_not_after_the_transaction_time_out() -> None:
+    from srm.replication.writer import delivery_timeout_ms
+
+    assert delivery_timeout_ms(20_000) == 20_000
+    assert delivery_timeout_ms(300_000) == 120_000, "librdkafka caps it at transaction.timeout.ms"
+    assert delivery_timeout_ms(0) == 5_000, "0 would mean no time-out to librdkafka"
+    assert delivery_timeout_ms(-1) == 120_000, "waiting for good: as long as a transaction may be open"
