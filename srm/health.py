@@ -24,7 +24,7 @@ from srm.control_lists import read_lists
 from srm.errors import SrmError
 from srm.failover import partition_lag
 from srm.heartbeats import freshness
-from srm.replication.flow_state import WAITING
+from srm.replication.flow_state import FAILED, WAITING
 from srm.replication.selector import TopicSelector
 from srm.topics import list_offsets, partition_counts, read_to_end
 from srm.warehouse import DATA_LOSS, FLOW_STATES, TASK_FAILURES, Warehouse
@@ -67,20 +67,27 @@ def assess(
         failed_ms = _ms(failure["failed_at"])
         if heartbeat_ms is None or failed_ms > heartbeat_ms:  # no heartbeat crossed since: not recovered
             return "failed", f"task {failure['task_id']} failed: {_first_line(failure['error'])}", _iso(failed_ms)
-    if waiting and waiting["state"] == WAITING:
-        since_ms = _ms(waiting["since"])
-        if heartbeat_ms is None or since_ms > heartbeat_ms:  # no heartbeat crossed since it began to wait
-            return (
-                "waiting",
-                f"waiting for {waiting['cluster']} since {_iso(since_ms)}: {waiting['reason']}",
-                _iso(since_ms),
-            )
+    said = _run_said(waiting, heartbeat_ms)
+    if said is not None:
+        return said
     if heartbeat_ms is None:
         return "stalled", "no heartbeat has been replicated yet", None
     age_s = (now_ms - heartbeat_ms) / 1000
     if age_s <= ALIVE_S:
         return "running", f"replicated heartbeat {age_s:.0f} s old", None
     return "stalled", f"no replicated heartbeat for {age_s:.0f} s (limit {ALIVE_S:.0f} s)", _iso(heartbeat_ms)
+
+
+def _run_said(row: dict[str, Any] | None, heartbeat_ms: int | None) -> tuple[str, str, str | None] | None:
+    """What the flow's run said last (a flow_states row), unless a heartbeat crossed since."""
+    if row is None or row["state"] not in (WAITING, FAILED):
+        return None
+    since_ms = _ms(row["since"])
+    if heartbeat_ms is not None and since_ms <= heartbeat_ms:  # copying again since
+        return None
+    if row["state"] == FAILED:
+        return "failed", f"the run failed: {_first_line(row['reason'])}", _iso(since_ms)
+    return "waiting", f"waiting for {row['cluster']} since {_iso(since_ms)}: {row['reason']}", _iso(since_ms)
 
 
 def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> FlowHealth:

@@ -283,7 +283,9 @@ class ReplicationRun:
         finally:
             self._release()
         if self.query.error is not None:
-            raise query_error(self.query.error) from None
+            error = query_error(self.query.error)
+            self.runner.states.failed(str(error))  # for the status, however the run was started
+            raise error from None
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Gracefully: the running lease ends with its copiers committing, then the query stops."""

@@ -3,10 +3,11 @@
 
 The driver appends a row to the warehouse's ``flow_states`` table when its flow starts waiting for
 a cluster (a lease that cannot be planned because a cluster does not answer, copiers whose lease
-overran while a cluster does not answer) and one when it copies again: a row per change, not per
-minute. :func:`srm.health.assess` shows ``waiting`` while the newest row says so and no heartbeat
-crossed since, instead of ``running`` or a bare ``stalled``/``unknown``. A failure to write a row
-is logged, never a reason to stop copying.
+overran while a cluster does not answer), one when it copies again, and one when the run fails
+(with its message, also when no Airflow task records the failure): a row per change, not per
+minute. :func:`srm.health.assess` shows ``waiting`` (or ``failed``) while the newest row says so
+and no heartbeat crossed since, instead of ``running`` or a bare ``stalled``/``unknown``. A
+failure to write a row is logged, never a reason to stop copying.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from srm.warehouse import FLOW_STATES, Warehouse
 
 log = logging.getLogger("srm.replicate")
 
-WAITING, COPYING = "waiting", "copying"
+WAITING, COPYING, FAILED = "waiting", "copying", "failed"
 
 
 class FlowStates:
@@ -43,6 +44,11 @@ class FlowStates:
         log.info("flow %s: %s answers again; copying goes on", self.flow, self.cluster)
         self.state, self.cluster = COPYING, ""
         self._record("")
+
+    def failed(self, reason: str) -> None:
+        """The run ended with ``reason`` (an error for the user: it names no secret)."""
+        self.state, self.cluster = FAILED, ""
+        self._record(reason)
 
     def _record(self, reason: str) -> None:
         self._version += 1

@@ -54,3 +54,10 @@ def test_a_flow_that_said_it_waits_for_a_cluster_is_waiting_since_then_until_a_h
     assert assess(NOW, NOW - 1_000, False, None, DAG, waiting=waiting(NOW - 60_000, "copying"))[0] == "running"
     # a failure after it: failed, with the failure's message
     assert assess(NOW, None, False, failure(NOW), DAG, waiting=waiting(NOW - 60_000))[0] == "failed"
+
+
+def test_a_run_that_failed_is_failed_with_its_message_until_a_heartbeat_crosses() -> None:
+    row = waiting(NOW - 60_000, "failed") | {"reason": "flow a->b: failing since T: timed out\nmore"}
+    state, reason, _ = assess(NOW, NOW - 120_000, False, None, DAG, waiting=row)
+    assert (state, reason) == ("failed", "the run failed: flow a->b: failing since T: timed out")
+    assert assess(NOW, NOW - 1_000, False, None, DAG, waiting=row)[0] == "running"
