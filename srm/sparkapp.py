@@ -50,6 +50,7 @@ DRIVER_HEAP_FLOOR = "384m"
 # for the CPU). With C1 alone, 19-28. At 50,000 records/s with 10 s leases, four alternating
 # pairs of bench.latency runs: p99 13.5-15.6 ms against 16.6-19.5 (bench/REPORT.md, "Latency").
 LEASE_DRIVER_JVM_OPTIONS = (f"-Xms{DRIVER_HEAP_FLOOR}", "-XX:+AlwaysPreTouch", "-XX:TieredStopAtLevel=1")
+FAILED_CLOSE_S = 15.0  # ReplicationRun: the accounting's and the stop record's time after a failure
 MALLOC_ARENA_MAX = "2"  # glibc arenas per process of a job (submit_environment)
 # spark/replicate.py's --mode: continuous (leases, until stopped; its default) or one bounded pass.
 REPLICATION_MODES = ("continuous", "available-now")
@@ -281,7 +282,7 @@ class ReplicationRun:
             while self.query.is_alive():
                 self.query.join(1.0)
         finally:
-            self._release()
+            self._release(failed=self.query.error is not None)
         if self.query.error is not None:
             error = query_error(self.query.error)
             self.runner.states.failed(str(error))  # for the status, however the run was started
@@ -297,17 +298,22 @@ class ReplicationRun:
         self.query.stop(timeout_s)
         self._release()
 
-    def _release(self) -> None:
+    def _release(self, *, failed: bool = False) -> None:
         with self._release_lock:
             if self.released:
                 return
             self.released = True
-            self._close()
+            self._close(failed)
 
-    def _close(self) -> None:
-        self.runner.close()
+    def _close(self, failed: bool = False) -> None:
+        # A failed run (maybe a cluster that does not answer) ends soon: what the accounting has not
+        # written, the next run's accounting ingests; a copier that misses the stop record stops
+        # after its lease's grace.
+        self.runner.close(*((FAILED_CLOSE_S,) if failed else ()))
         try:
-            self.owner.stop()  # copiers still running (a failed lease) commit and stop
+            self.owner.stop(
+                *((FAILED_CLOSE_S,) if failed else ())
+            )  # copiers still running (a failed lease) commit and stop
         except SrmError as exc:  # taken over meanwhile: the new owner's record stays
             log.info("flow %s: not marking the run stopped: %s", self.runner.flow.name, exc)
         self.owner.close()

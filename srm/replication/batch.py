@@ -36,6 +36,7 @@ from srm.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
 SLOT_VARIABLE = "SRM_COPY_SLOT"
+ACCOUNTING_CLOSE_S = 120.0  # at the end of a run: what the accounting may still take
 
 
 def slot_of(topic: str, partition: int, slots: int) -> int:
@@ -151,8 +152,8 @@ class BatchRunner:
         """Which of the flow's clusters ``exc`` (a ClusterUnreachableError) is about."""
         return self.flow.target if str(self.target_admin.srm_cluster) in str(exc) else self.flow.source
 
-    def close(self) -> None:
-        self.accounting.close()
+    def close(self, timeout_s: float = ACCOUNTING_CLOSE_S) -> None:
+        self.accounting.close(timeout_s)
 
     # --- the copy job -------------------------------------------------------------------------
     def jobs(self, ranges: list[CopyRange], lease: Lease | None = None) -> list[CopyJob]:

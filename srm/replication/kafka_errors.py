@@ -68,7 +68,12 @@ def write_error(
             "this attempt stops and its open transaction is aborted, nothing is lost or duplicated"
         )
     detail = error.str() if hasattr(error, "str") else str(error)
-    return ReplicationError(f"cannot write {target_topic!r} partition {partition} on {target} ({where}): {detail}")
+    return ReplicationError(
+        f"cannot write {target_topic!r} partition {partition} on {target} ({where}): {detail} ({name}). Change what "
+        f"refuses it on {target} (the topic's or the brokers' configs), or take {topic!r} out of the flow (its "
+        f"topics list, or srm-control topics --add-blacklist {topic} --source {source} --target {target}); the "
+        "target has everything before it that was committed, and the next run resumes from there"
+    )
 
 
 def transaction_error(

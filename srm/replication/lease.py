@@ -25,7 +25,7 @@ from srm.config.model import Flow, SrmConfig
 from srm.control_lists import ControlReader
 from srm.errors import ClusterUnreachableError, LastingFaultError
 from srm.replication.accounting import Phases
-from srm.replication.batch import BatchRunner
+from srm.replication.batch import ACCOUNTING_CLOSE_S, BatchRunner
 from srm.replication.job import OPEN_END, CopyRange, Lease, split_faults
 from srm.replication.outage import Outage
 from srm.replication.ownership import FlowOwner
@@ -222,6 +222,6 @@ class LeaseRunner(BatchRunner):
                 out.append(payload)
         return out
 
-    def close(self) -> None:
-        super().close()
+    def close(self, timeout_s: float = ACCOUNTING_CLOSE_S) -> None:
+        super().close(timeout_s)
         self.watcher.close()

@@ -241,10 +241,10 @@ class FlowOwner:
             raise InvariantError(f"flow {self.flow.name}: a lease ends before this run claimed the flow")
         self._write(replace(self.current, lease=lease + 1))
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = TXN_TIMEOUT_S) -> None:
         """Copy tasks commit what they hold and stop copying."""
         if self.current is not None and self.current.state != STOPPED:
-            self._write(replace(self.current, state=STOPPED))
+            self._write(replace(self.current, state=STOPPED), timeout_s)
 
     def check(self) -> None:
         """Raise FlowTakenOverError if a newer record of the flow belongs to another epoch (the
@@ -280,7 +280,7 @@ class FlowOwner:
             raise self._error(exc, "claiming") from None
         return producer
 
-    def _write(self, record: Ownership) -> None:
+    def _write(self, record: Ownership, timeout_s: float = TXN_TIMEOUT_S) -> None:
         """One transaction holding ``record``: fails (and names the new owner) once fenced."""
         from confluent_kafka import KafkaException
 
@@ -294,7 +294,7 @@ class FlowOwner:
                 partition=0,
                 on_delivery=lambda err, msg: delivered.append(msg.offset()) if err is None else None,
             )
-            self._producer.commit_transaction(TXN_TIMEOUT_S)
+            self._producer.commit_transaction(timeout_s)
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
             if error is not None and error.name() in FENCED:

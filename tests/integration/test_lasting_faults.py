@@ -1,0 +1,158 @@
+"""Faults that do not go away end the run within the flow's errors.retry.timeout, with a message that
+says what, where and what to do, and the status says so; once the cause is fixed (or the topic taken
+out of the flow) the next run goes on exactly: 0 lost, 0 duplicated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from srm import clients
+from srm.config import SrmConfig, load_config
+from srm.errors import LastingFaultError, ReplicationError
+from srm.health import flow_health
+from srm.local import LocalClusters
+from srm.topics import ensure_topic, list_offsets
+from tests.conftest import free_ports
+from tests.helpers import produce
+from tests.integration.test_replicate_continuous import wait_for
+from tests.replication import Env, contents, make_env, replicate, seq_of, sequence_report, sequenced
+
+pytestmark = pytest.mark.integration
+
+CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}
+BOUND_MS = 20_000  # the flows' errors.retry.timeout here
+
+
+@pytest.fixture(scope="module")
+def freezable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
+    """A target cluster of this module's own, to freeze (SIGSTOP) as a partitioned data centre looks."""
+    base = tmp_path_factory.mktemp("freezable")
+    port, controller = free_ports(2)
+    path = base / "cluster.yaml"
+    cluster = {"bootstrap.servers": f"127.0.0.1:{port}", "local": {"controller.port": controller}}
+    path.write_text(yaml.safe_dump({"clusters": {"freezable": cluster}}))
+    running = LocalClusters(load_config(path).local_clusters(), base)
+    running.up()
+    yield running
+    running.down()
+
+
+def bootstrap(running: LocalClusters) -> str:
+    [member] = running.members
+    return f"127.0.0.1:{member.broker.port}"
+
+
+def broker_pid(running: LocalClusters) -> int:
+    [member] = running.members
+    pid = member.broker.pid()
+    assert pid is not None, "the module's broker is not running"
+    return pid
+
+
+def exactly_once(env: Env, topic: str) -> dict[str, int]:
+    """Every source record of ``topic`` once on the target, in order."""
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    expected = {p: [seq_of(r) for r in records] for p, records in contents(env.west, topic).items()}
+    return sequence_report(contents(env.east, remote), expected)
+
+
+class Run(threading.Thread):
+    """One available-now run in the background: the error it ended with, and when."""
+
+    def __init__(self, spark: Any, env: Env) -> None:
+        super().__init__(daemon=True)
+        self.spark, self.env = spark, env
+        self.error: BaseException | None = None
+        self.ended = 0.0
+
+    def run(self) -> None:
+        try:
+            replicate(self.spark, self.env)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.ended = time.monotonic()
+
+
+def test_a_target_frozen_past_the_bound_fails_the_run_naming_it_then_the_next_run_resumes_exactly(
+    spark: Any, kafka: SrmConfig, freezable: LocalClusters, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic = unique("frozen")
+    flow = {"source": "west", "target": "east", "topics": [topic], "errors.retry.timeout": BOUND_MS}
+    env = make_env(kafka, tmp_path, [flow], east=bootstrap(freezable))
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    produce(env.west, topic, sequenced(2, 400_000, size=16))
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    target_admin = clients.admin_client(env.east)
+
+    def copying() -> bool:
+        if remote not in clients.admin_client(env.east).list_topics(timeout=5).topics:
+            return False
+        return sum(list_offsets(target_admin, [(remote, 0), (remote, 1)], "latest").values()) > 10_000
+
+    run = Run(spark, env)
+    run.start()
+    pid = broker_pid(freezable)
+    try:
+        wait_for(copying, 120, "copying")
+        os.kill(pid, signal.SIGSTOP)
+        frozen = time.monotonic()
+        run.join(BOUND_MS / 1000 + 150)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert not run.is_alive(), "the run went on past its bound with the target frozen"
+    failed_after = run.ended - frozen
+    # delivery time-out (the bound) + the bound from that first failure + the failed run's close
+    assert failed_after < 3 * BOUND_MS / 1000 + 30, f"failed {failed_after:.0f} s after the freeze"
+    assert isinstance(run.error, LastingFaultError), run.error
+    message = str(run.error)
+    assert f"writing to {env.east.alias} ({bootstrap(freezable)})" in message, message
+    assert f"copying {topic}[0] at offset " in message and "failing since " in message, message
+    assert f"errors.retry.timeout ({BOUND_MS} ms)" in message and "resumes from its committed progress" in message
+
+    health = flow_health(env.config, env.flow())
+    assert health.state == "failed" and health.reason.startswith("the run failed: flow "), health
+
+    replicate(spark, env)  # the cause is gone: the next run goes on from the committed progress
+    assert exactly_once(env, topic) == CLEAN
+
+
+def test_a_topic_the_target_refuses_fails_the_run_and_once_out_of_the_flow_the_others_copy(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    refused, other = unique("refused"), unique("other")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [refused, other]}])
+    west = clients.admin_client(env.west)
+    for topic in (refused, other):
+        ensure_topic(west, topic, 1)
+    # The remote topic takes no record older than a minute; the source's records are a day old.
+    remote = env.flow().policy.format_remote_topic(env.west.alias, refused)
+    ensure_topic(clients.admin_client(env.east), remote, 1, config={"message.timestamp.before.max.ms": "60000"})
+    old = int((datetime.now(UTC) - timedelta(days=1)).timestamp() * 1000)
+    produce(env.west, refused, [{**r, "timestamp": old} for r in sequenced(1, 50)])
+    produce(env.west, other, sequenced(1, 50))
+
+    started = time.monotonic()
+    with pytest.raises(ReplicationError) as failed:
+        replicate(spark, env)
+    assert time.monotonic() - started < 120
+    message = str(failed.value)
+    assert f"'{refused}' partition 0 offset 0" in message and "INVALID_TIMESTAMP" in message, message
+
+    env.rewrite(topics=[other])  # the user takes the refusing topic out of the flow
+    produce(env.west, other, sequenced(1, 50, start=50))
+    with caplog.at_level("WARNING", logger="srm.replicate"):
+        replicate(spark, env)
+    assert any(f"without {refused}, no longer in the flow" in r.getMessage() for r in caplog.records)
+    assert exactly_once(env, other) == CLEAN
+    assert sum(len(r) for r in contents(env.east, remote).values()) == 0, "the refused topic was not retried"
