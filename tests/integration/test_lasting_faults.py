@@ -54,7 +54,7 @@ def bootstrap(running: LocalClusters) -> str:
 
 def broker_pid(running: LocalClusters) -> int:
     [member] = running.members
-    pid = member.broker.pid()
+    pid = member.pid()
     assert pid is not None, "the module's broker is not running"
     return pid
 

@@ -1,0 +1,168 @@
+"""Faults of a secured pair (SASL_SSL/SCRAM-SHA-512, an authorizer) under a running continuous flow:
+the replicator's WRITE ACL revoked ends the run naming the principal, the resource and the operation,
+and the next run goes on exactly; a password rotated on the clusters and in the secret the flow reads
+it from is taken up without a restart, and appears in no log or table."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from srm import clients
+from srm.acls import acl_bindings, flow_grants
+from srm.config.model import Cluster
+from srm.errors import ClusterUnreachableError
+from srm.health import flow_health
+from srm.sparkapp import start_replication
+from srm.topics import ensure_topic
+from srm.warehouse import FLOW_STATES, METRICS, TASK_FAILURES
+from tests.conftest import REFERENCE, SASL_PASSWORD
+from tests.integration.test_least_privilege import grant, revoke
+from tests.integration.test_replicate_continuous import target_records, wait_for
+from tests.jobs import Writer, exactly_once
+from tests.replication import Env, replicate
+from tests.secured import SecuredCluster, secured_env
+
+pytestmark = pytest.mark.integration
+
+CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}
+PER_20_MS = 20  # Writer's burst: 1,000 records/s
+
+
+def flow_user(secured: dict[str, SecuredCluster], user: str, password: str) -> None:
+    for cluster in secured.values():
+        cluster.security.upsert_user(cluster.bootstrap, user, password, cluster.alias)
+
+
+def grant_flow(secured: dict[str, SecuredCluster], env: Env, principal: str) -> None:
+    flow, grants = env.flow(), flow_grants(env.flow())
+    for alias, side in ((flow.source, "west"), (flow.target, "east")):
+        admin = clients.admin_client(secured[side].admin())
+        grant(admin, acl_bindings([g for g in grants if g.cluster == alias], principal))
+
+
+def write_on_remote_topics(env: Env, principal: str, kind: Any = None) -> Any:
+    """The binding (or, with ``kind`` AclBindingFilter, its filter) of WRITE on every remote topic."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    prefix = env.flow().policy.format_remote_topic(env.flow().source, "")
+    return (kind or AclBinding)(
+        ResourceType.TOPIC,
+        prefix,
+        ResourcePatternType.PREFIXED,
+        principal,
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
+
+
+def test_write_revoked_during_a_continuous_run_ends_it_naming_who_needs_what_and_the_next_run_goes_on_exactly(
+    secured: dict[str, SecuredCluster], spark: Any, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    from confluent_kafka.admin import AclBindingFilter
+
+    user, topic = unique("revoked"), unique("rv-orders")
+    flow_user(secured, user, SASL_PASSWORD)
+    principal = f"User:{user}"
+    env = secured_env(
+        secured,
+        tmp_path,
+        {"topics": [topic], "task.lease.seconds": 10},
+        {"sasl.username": user, "sasl.password": REFERENCE},
+    )
+    grant_flow(secured, env, principal)
+    source, target = secured["west"].admin(), clients.admin_client(secured["east"].admin())
+    ensure_topic(clients.admin_client(source), topic, 2)
+    writer = Writer(source, topic, 2, burst=PER_20_MS)
+    writer.start()
+    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    ended: list[BaseException | None] = []
+
+    def wait() -> None:
+        try:
+            run.wait()
+            ended.append(None)
+        except BaseException as exc:
+            ended.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    try:
+        wait_for(lambda: target_records(env, topic) > 1000, 120, "copying")
+        revoke(target, [write_on_remote_topics(env, principal, AclBindingFilter)])
+        revoked = time.monotonic()
+        waiter.join(180)
+        failed_after = time.monotonic() - revoked
+    finally:
+        sent = writer.stop()
+        if waiter.is_alive():
+            run.stop()
+    assert ended and ended[0] is not None, "the run went on without WRITE on its remote topics"
+    message = str(ended[0])
+    assert "not authorized to write" in message and f"{principal} (clusters.{env.flow().target}) needs WRITE" in message
+    assert failed_after < 120, f"failed {failed_after:.0f} s after the revocation"
+    health = flow_health(env.config, env.flow())
+    assert health.state == "failed" and "not authorized to write" in health.reason, health
+
+    grant(target, [write_on_remote_topics(env, principal)])  # the cause fixed
+    replicate(spark, env)
+    assert exactly_once(env, topic, sent, 2) == CLEAN
+
+
+def test_a_password_rotated_under_a_running_flow_is_taken_up_without_a_restart_and_never_shown(
+    secured: dict[str, SecuredCluster],
+    spark: Any,
+    tmp_path: Path,
+    unique: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    user, topic = unique("rotor"), unique("rot-orders")
+    old, new = f"old-{uuid.uuid4().hex}", f"new-{uuid.uuid4().hex}"
+    flow_user(secured, user, old)
+    secret = tmp_path / "secret.properties"  # where the flow reads its password, as a vault agent writes it
+    secret.write_text(f"password = {old}\n")
+    env = secured_env(
+        secured,
+        tmp_path,
+        {"topics": [topic], "task.lease.seconds": 10},
+        {"sasl.username": user, "sasl.password": f"${{file:{secret}:password}}"},
+    )
+    grant_flow(secured, env, f"User:{user}")
+    source = secured["west"].admin()
+    ensure_topic(clients.admin_client(source), topic, 2)
+    writer = Writer(source, topic, 2, burst=PER_20_MS)
+    writer.start()
+    caplog.set_level("INFO")
+    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    try:
+        wait_for(lambda: target_records(env, topic) > 1000, 120, "copying")
+        flow_user(secured, user, new)  # rotated on both clusters...
+        secret.write_text(f"password = {new}\n")  # ...and in the secret
+        stale_client = {
+            **{k: v for k, v in env.east.client.items() if k != "sasl.password"},
+            "sasl.password": SecretStr(old),
+        }
+        stale = Cluster(alias="stale", bootstrap_servers=env.east.bootstrap_servers, client=stale_client)
+        with pytest.raises(ClusterUnreachableError):  # the old password opens no new connection
+            clients.check_reachable(stale, 10)
+        copied = target_records(env, topic)
+        resumed = wait_for(lambda: target_records(env, topic) > copied + 2000, 60, "copying after the rotation")
+        assert any("client settings of" in r.getMessage() for r in caplog.records), "the driver did not notice"
+        sent = writer.stop()
+        wait_for(lambda: target_records(env, topic) >= sent, 120, "catching up")
+    finally:
+        writer.stop()
+        run.stop()
+    assert resumed < 30, f"copying paused {resumed:.0f} s (leases of 10 s)"
+    assert exactly_once(env, topic, sent, 2) == CLEAN
+    assert new not in caplog.text and old not in caplog.text
+    for table in (METRICS, FLOW_STATES, TASK_FAILURES):
+        assert new not in str(env.warehouse.read(table)), table
