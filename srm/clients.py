@@ -27,6 +27,7 @@ Role = Literal["producer", "consumer", "admin"]
 # warnings are mostly transient retries (coordinator loading, leader moves) that it recovers from;
 # errors it cannot recover from surface as exceptions. `--debug` lowers the level.
 LIBRDKAFKA_LOG = logging.getLogger("srm.librdkafka")
+log = logging.getLogger(__name__)
 LIBRDKAFKA_LOG.setLevel(logging.ERROR)
 
 
@@ -37,11 +38,14 @@ LIBRDKAFKA_LOG.setLevel(logging.ERROR)
 BASE_SETTINGS: dict[str, Any] = {"socket.nagle.disable": True}
 
 
-def client_settings(cluster: Cluster, role: Role, **overrides: Any) -> dict[str, Any]:
-    """librdkafka settings for one client of ``cluster``. The result holds plain secrets: never log it."""
+def client_settings(
+    cluster: Cluster, role: Role, *, connection: dict[str, Any] | None = None, **overrides: Any
+) -> dict[str, Any]:
+    """librdkafka settings for one client of ``cluster`` (``connection``: its Airflow connection's,
+    when looked up already). The result holds plain secrets: never log it."""
     settings: dict[str, Any] = dict(BASE_SETTINGS)
     if cluster.connection_id:
-        settings.update(connection_settings(cluster.connection_id))
+        settings.update(connection if connection is not None else connection_settings(cluster.connection_id))
     if cluster.bootstrap_servers:
         settings["bootstrap.servers"] = cluster.bootstrap_servers
     secret = {key for key, value in settings.items() if is_secret(key, value)}
@@ -64,7 +68,9 @@ def settings_digest(cluster: Cluster) -> str:
     ``${env:}`` and ``${file:}`` references read again): a client built from other settings is
     stale, e.g. after a password rotation or a new bootstrap list. Never the settings themselves:
     a cache key, not something to log."""
-    resolved = {role: client_settings(cluster, role) for role in ("producer", "consumer", "admin")}
+    connection = connection_settings(cluster.connection_id) if cluster.connection_id else None  # looked up once
+    roles: tuple[Role, ...] = ("producer", "consumer", "admin")
+    resolved = {role: client_settings(cluster, role, connection=connection) for role in roles}
     text = json.dumps(resolved, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -76,12 +82,23 @@ class SettingsWatch:
 
     def __init__(self, *clusters: Cluster) -> None:
         self._digests = {c.alias: settings_digest(c) for c in clusters}
+        self._seen: dict[str, str] = {}
 
     def changed(self, *clusters: Cluster) -> list[str]:
-        now = {c.alias: settings_digest(c) for c in clusters}
-        changed = [alias for alias, digest in now.items() if self._digests.get(alias) != digest]
-        self._digests = now
-        return changed
+        """The aliases whose settings resolve differently now; [] when they cannot be resolved at the
+        moment (a secret file being rewritten, a secrets backend away): the current clients stay.
+        Reported again until :meth:`accept` (after the new clients were built)."""
+        try:
+            now = {c.alias: settings_digest(c) for c in clusters}
+        except (SrmError, OSError) as exc:
+            log.warning("client settings not resolved now (%s); the current clients stay", exc)
+            return []
+        self._seen = now
+        return [alias for alias, digest in now.items() if self._digests.get(alias) != digest]
+
+    def accept(self) -> None:
+        """The clients were built from the settings :meth:`changed` saw."""
+        self._digests.update(self._seen)
 
 
 def connection_settings(connection_id: str) -> dict[str, Any]:

@@ -110,9 +110,11 @@ def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> Fl
         health.checkpoint_age_s = None if checkpoint is None else round(checkpoint, 1)
     except SrmError as exc:
         health.reason = str(exc)
-        known = assess(int(time.time() * 1000), None, paused, failure, replicate, waiting=waiting)
-        if known[0] in ("paused", "failed", "waiting"):  # what the flow said, whatever the clusters do now
-            health.state, health.reason, health.since = known
+        said = _run_said(waiting, None)  # what the flow's latest run said, whatever the clusters do now
+        if paused:
+            health.state, health.reason = "paused", f"DAG {replicate} is paused in Airflow"
+        elif said is not None:
+            health.state, health.reason, health.since = said
     return health
 
 

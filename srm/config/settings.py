@@ -104,6 +104,18 @@ def _parse_start(value: Any) -> Any:
     raise ValueError(f"start must be 'earliest', 'latest' or an ISO-8601 timestamp, got {value!r}")
 
 
+def _check_retry_timeout(value: int) -> int:
+    if value == -1 or value >= MIN_RETRY_TIMEOUT_MS:
+        return value
+    raise ValueError(
+        f"errors.retry.timeout must be -1 (wait for good) or at least {MIN_RETRY_TIMEOUT_MS} ms, got {value}: "
+        "a broker restart or a leader election takes seconds, and a flow should outlast one"
+    )
+
+
+MIN_RETRY_TIMEOUT_MS = 10_000
+
+
 class CrossFieldError(ValueError):
     """A rule between settings; ``key`` is the setting whose line the error should point at."""
 
@@ -129,7 +141,9 @@ class FlowSettings(BaseModel):
     # before the flow's task fails, naming what failed and where (srm.replication.outage). Kafka
     # Connect's name; it defaults to 0 there (no retries), here to 5 minutes. -1: wait for good,
     # saying every minute what for.
-    errors_retry_timeout_ms: int = Field(300_000, alias="errors.retry.timeout", ge=-1)
+    errors_retry_timeout_ms: Annotated[int, AfterValidator(_check_retry_timeout)] = Field(
+        300_000, alias="errors.retry.timeout"
+    )
     # Continuous mode: a record is visible on the target when its transaction commits. A copier
     # commits as soon as it has caught up with its partitions (its consumer holds no more
     # records), and at the latest this long after the transaction's first record: under a load

@@ -99,6 +99,7 @@ class Accounting:
         pending, self._pending = self._pending, []
         pending.append(self._pool.submit(self._catch_up))
         _, late = futures.wait(pending, timeout=timeout_s)
+        self._pool.shutdown(wait=False, cancel_futures=True)  # what has not started yet, the next run does
         if late:
             log.error(
                 "flow %s: accounting still running after %.0f s at shutdown; the next run ingests the history",

@@ -23,7 +23,7 @@ from typing import Any
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
-from srm.errors import DataLossError, InvariantError, LastingFaultError, ReplicationError
+from srm.errors import DataLossError, InvariantError, LastingFaultError, ReplicationError, SrmError
 from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic, progress_topic_name
 from srm.replication.accounting import Accounting, Phases
 from srm.replication.copier import run_slot
@@ -68,6 +68,7 @@ class BatchRunner:
         )
         self._config_mtime = Path(config.file).stat().st_mtime if Path(config.file).exists() else 0.0
         self.states = FlowStates(Warehouse(config.storage.warehouse), flow.name, owner.run)
+        self.states.started()
 
     @property
     def ownership(self) -> Ownership:
@@ -135,17 +136,23 @@ class BatchRunner:
         changed = self.settings_watch.changed(self.source, self.target)
         if not changed:
             return False
-        log.info(
-            "flow %s: the client settings of %s changed; its clients are built again",
-            *(self.flow.name, " and ".join(changed)),
-        )
-        self.source_admin = clients.admin_client(self.source)
-        self.target_admin = clients.admin_client(self.target)
+        name, which = self.flow.name, " and ".join(changed)
+        try:
+            source_admin, target_admin = clients.admin_client(self.source), clients.admin_client(self.target)
+            if self.target.alias in changed:
+                self.owner.use_target(self.target)  # its new producer first: it may fail
+        except SrmError as exc:
+            log.warning(
+                "flow %s: new clients for %s failed (%s); the current ones stay until the next lease", name, which, exc
+            )
+            return False
+        log.info("flow %s: the client settings of %s changed; its clients were built again", name, which)
+        self.source_admin, self.target_admin = source_admin, target_admin
         known = self.remote_topics.known
         self.remote_topics = RemoteTopics(self.flow, self.target, self.source_admin, self.target_admin)
         self.remote_topics.known = known
         self.accounting.use_clients(self.source, self.target, self.source_admin, self.target_admin)
-        self.owner.use_target(self.target)
+        self.settings_watch.accept()
         return True
 
     def unanswering(self, exc: Exception) -> str:

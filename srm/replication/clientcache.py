@@ -23,6 +23,10 @@ MAX_PRODUCERS = 16
 
 
 class ClientCache:
+    """Clients are built outside the cache's lock (building a transactional producer may wait for
+    its target for as long as the flow's errors.retry.timeout allows); two threads that build the
+    same client at once keep the first and close the other."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._producers: OrderedDict[str, tuple[str, Any]] = OrderedDict()
@@ -34,15 +38,23 @@ class ClientCache:
             if kept is not None and kept[0] == digest:
                 self._producers.move_to_end(key)
                 return kept[1]
-            if kept is not None:  # built from other settings
-                del self._producers[key]
-                _close(kept[1])
-            client = build()
-            self._producers[key] = (digest, client)
+            stale = self._producers.pop(key, None)  # built from other settings
+        if stale is not None:
+            _close(stale[1])
+        client = build()
+        evicted = []
+        with self._lock:
+            kept = self._producers.get(key)
+            if kept is not None and kept[0] == digest:  # built meanwhile by another thread
+                evicted.append(client)
+                client = kept[1]
+            else:
+                self._producers[key] = (digest, client)
             while len(self._producers) > MAX_PRODUCERS:
-                _, (_, evicted) = self._producers.popitem(last=False)
-                _close(evicted)
-            return client
+                evicted.append(self._producers.popitem(last=False)[1][1])
+        for old in evicted:
+            _close(old)
+        return client
 
     def drop_producer(self, key: str) -> None:
         with self._lock:
@@ -55,11 +67,20 @@ class ClientCache:
             kept = self._others.get(key)
             if kept is not None and kept[0] == digest:
                 return kept[1]
-            if kept is not None:  # built from other settings
-                _close(kept[1])
-            client = build()
-            self._others[key] = (digest, client)
-            return client
+            stale = self._others.pop(key, None)  # built from other settings
+        if stale is not None:
+            _close(stale[1])
+        client = build()
+        with self._lock:
+            kept = self._others.get(key)
+            if kept is not None and kept[0] == digest:  # built meanwhile by another thread
+                extra, client = client, kept[1]
+            else:
+                extra = None
+                self._others[key] = (digest, client)
+        if extra is not None:
+            _close(extra)
+        return client
 
     def drop_client(self, key: tuple[str, ...]) -> None:
         with self._lock:

@@ -64,10 +64,9 @@ class CopyLoop:
             if settings.provenance_headers_enabled
             else None
         )
-        self.writer = TargetWriter(job, cache)
-        self.writer.where = self.where
-        self.reader = SourceReader(job, cache)
         self.states: dict[Key, PartitionState] = {}
+        self.writer = TargetWriter(job, cache, self.where)
+        self.reader = SourceReader(job, cache)
         self.remaining: set[Key] = set()  # available-now: partitions not yet at their planned end
         # Continuous: partitions whose source log changed under the copy (topic deleted or
         # recreated): the driver plans them again at the next lease.
@@ -133,9 +132,20 @@ class CopyLoop:
         """Copy what the reader holds; wait up to ``wait_s`` for a first record if it holds none."""
         messages = self.reader.consume(wait_s)
         if messages:
-            self._handle(messages)
+            try:
+                self._handle(messages)
+            except TransactionAborted as exc:  # a record refused once the transaction had failed
+                self.aborted(exc)
+                return len(messages)
         self.writer.producer.poll(0)
         return len(messages)
+
+    def aborted(self, exc: TransactionAborted) -> None:
+        """The open transaction failed: abort it, count the failure against the flow's
+        errors.retry.timeout (LastingFaultError past it), and read again from the committed progress."""
+        self.writer.abort()
+        self.writer.outage.failed(str(exc), self.job.flow.settings.errors_retry_timeout_ms, self.where, exc.waited_s)
+        self.rewind()
 
     def fill(self, until: float) -> None:
         """Continuous: copy what arrives while the open transaction's records are on their way to
@@ -161,8 +171,7 @@ class CopyLoop:
         """After an aborted transaction: every partition reads again from its committed progress."""
         if not self.writer.usable:  # the abort failed and the producer was dropped: start a new one
             self.writer.release()
-            self.writer = TargetWriter(self.job, self.cache)
-            self.writer.where = self.where
+            self.writer = TargetWriter(self.job, self.cache, self.where)
             self.writer.track(list(self.states.values()))
             self._check_owner()
         assigned = self.reader.assigned()
@@ -332,7 +341,11 @@ class CopyLoop:
             for (t, p), s in held[:WHERE_SHOWN]
         )
         more = f" and {len(held) - WHERE_SHOWN} more" if len(held) > WHERE_SHOWN else ""
-        return f"{self.writer.describe()}, copying {shown or 'no partition'}{more} from {self.job.source.alias}"
+        t = self.job.target
+        return (
+            f"flow {self.job.flow.name}: slot {self.job.slot} writing to {t.alias} ({t.describe()}), "
+            f"copying {shown or 'no partition'}{more} from {self.job.source.alias}"
+        )
 
     def stalled(self) -> ReplicationError:
         waiting = ", ".join(f"{t}[{p}] at offset {self.states[(t, p)].next_offset}" for t, p in sorted(self.remaining))
@@ -362,8 +375,12 @@ class CopyLoop:
         )
 
 
-def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResult]:
-    """Available-now: copy the slot's ranges up to their planned ends, committing in chunks."""
+def copy_to_end(
+    job: CopyJob, cache: ClientCache = CACHE, faults: list[LastingFaultError] | None = None
+) -> list[PartitionResult]:
+    """Available-now: copy the slot's ranges up to their planned ends, committing in chunks. A
+    LastingFaultError is raised, or, given ``faults``, added there and what was committed before it
+    returned (its chunks' metrics and offset runs)."""
     loop = CopyLoop(job, cache)
     try:
         loop.add(job.ranges)
@@ -378,6 +395,10 @@ def copy_to_end(job: CopyJob, cache: ClientCache = CACHE) -> list[PartitionResul
                     commit_or_rewind(loop)
             if commit_or_rewind(loop):  # else the aborted chunk is copied again
                 break
+    except LastingFaultError as exc:
+        if faults is None:
+            raise
+        faults.append(exc)
     finally:
         loop.close()
     return loop.results()
@@ -389,8 +410,7 @@ def commit_or_rewind(loop: CopyLoop, *, settle: Iterable[Key] = ()) -> bool:
     try:
         loop.commit(settle=settle)
     except TransactionAborted as exc:
-        loop.writer.outage.failed(str(exc), loop.job.flow.settings.errors_retry_timeout_ms, loop.where)
-        loop.rewind()
+        loop.aborted(exc)
         return False
     return True
 
@@ -406,7 +426,9 @@ def worker_logging() -> None:
 def run_slot(job: CopyJob) -> list[dict[str, Any]]:
     """Entry point of an available-now Spark task: one payload per partition."""
     worker_logging()
+    faults: list[LastingFaultError] = []
     try:
-        return [result.payload() for result in copy_to_end(job)]
-    except LastingFaultError as exc:
+        payloads = [result.payload() for result in copy_to_end(job, faults=faults)]
+    except LastingFaultError as exc:  # before anything was copied (the producer could not start)
         return [fault_payload(str(exc))]
+    return [*payloads, *(fault_payload(str(f)) for f in faults)]

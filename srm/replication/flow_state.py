@@ -29,6 +29,10 @@ class FlowStates:
         self.cluster = ""
         self._version = 0
 
+    def started(self) -> None:
+        """A run of the flow begins: what an earlier run said (waiting, failed) is over."""
+        self._record("")
+
     def waiting(self, cluster: str, reason: str) -> None:
         """The flow waits for ``cluster`` (``reason``: what failed); recorded once per change."""
         if self.state == WAITING and self.cluster == cluster:

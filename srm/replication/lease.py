@@ -128,8 +128,7 @@ class LeaseRunner(BatchRunner):
         phases.lap("plan")
         self._reload()
         if self._refresh_clients():
-            self.watcher.close()
-            self.watcher = PlanWatcher(self.flow, self.config, self.source_admin)
+            self._when_reachable(self._new_watcher)
         self._when_reachable(lambda: self._ensure_topics(ranges))
         phases.lap("topics")
         s = self.flow.settings
@@ -192,6 +191,11 @@ class LeaseRunner(BatchRunner):
             else:
                 self.owner.end_lease(batch_id)
             ended = True
+
+    def _new_watcher(self) -> None:
+        watcher = PlanWatcher(self.flow, self.config, self.source_admin)
+        self.watcher.close()
+        self.watcher = watcher
 
     def _probe(self) -> None:
         """A lease that overran: its copiers retry while a cluster does not answer (up to the flow's

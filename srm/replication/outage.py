@@ -65,17 +65,30 @@ class Outage:
             return None
         return max(0.0, timeout_ms / 1000 - self.elapsed())
 
-    def failed(self, cause: str, timeout_ms: int, where: Callable[[], str]) -> None:
-        """Another failed attempt. Past ``timeout_ms`` since the first one: LastingFaultError, whose
-        message is ``where()`` (what was being done, on which cluster and partitions) with the cause,
-        how long and how often it failed, and the remedy. Waiting for good (-1): a log line a minute."""
-        now = self._clock()
+    def began(self, cause: str, waited_s: float = 0.0) -> None:
+        """A failure is seen (before it is dealt with, e.g. by aborting a transaction, whose wait is
+        then bounded by what is left): the clock starts, ``waited_s`` ago when what failed had been
+        waiting that long (a record not acknowledged within its delivery time-out)."""
         if self.started is None:
-            self.started, self.since_ms, self._next_log = now, int(self._wall() * 1000), now + WAITING_LOG_EVERY_S
-        self.failures += 1
+            now = self._clock()
+            self.started, self.since_ms = now - waited_s, int((self._wall() - waited_s) * 1000)
+            self._next_log = now + WAITING_LOG_EVERY_S
         self.cause = cause
-        if 0 <= timeout_ms <= 1000 * (now - self.started):
-            raise LastingFaultError(self.message(where(), timeout_ms, now - self.started))
+
+    def failed(self, cause: str, timeout_ms: int, where: Callable[[], str], waited_s: float = 0.0) -> None:
+        """Another failed attempt (``waited_s``: how long it waited before it failed). Past
+        ``timeout_ms`` since the fault began: LastingFaultError, whose message is ``where()`` (what
+        was being done, on which cluster and partitions) with the cause, how long and how often it
+        failed, and the remedy; the clock starts again for whatever comes next. Waiting for good
+        (-1): a log line a minute."""
+        self.began(cause, waited_s)
+        now = self._clock()
+        started = now if self.started is None else self.started
+        self.failures += 1
+        if 0 <= timeout_ms <= 1000 * (now - started):
+            message = self.message(where(), timeout_ms, now - started)
+            self.started, self.failures, self.cause = None, 0, ""
+            raise LastingFaultError(message)
         if now >= self._next_log:
             self._next_log = now + WAITING_LOG_EVERY_S
             bound = "for good (errors.retry.timeout: -1)" if timeout_ms < 0 else f"up to {timeout_ms / 1000:.0f} s"
@@ -107,5 +120,6 @@ def trim_heap() -> None:
 
 
 def slot_outage(cache: ClientCache, job: CopyJob) -> Outage:
-    """The outage clock of the job's slot, kept in the worker's client cache across its tasks."""
-    return cast(Outage, cache.client(("outage", job.flow.name, str(job.slot)), Outage))
+    """The outage clock of the job's slot, kept in the worker's client cache across the tasks of one
+    run of the flow (a new run, whose digest is its id, starts a new clock)."""
+    return cast(Outage, cache.client(("outage", job.flow.name, str(job.slot)), Outage, job.owners_run))

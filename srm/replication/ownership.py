@@ -260,20 +260,22 @@ class FlowOwner:
     def use_target(self, target: Cluster) -> None:
         """Clients built from the target's new settings (the flow's run goes on with its epoch: the
         new producer has the owner's transactional id, and takes over from the old one)."""
+        producer = self._new_producer(target) if self._producer is not None else None  # may fail: nothing changed
         self.target = target
         old, self._consumer = self._consumer, clients.reader(target, "__srm.owners")
         old.close()
-        if self._producer is not None:
-            self._producer = self._new_producer()
+        if producer is not None:
+            self._producer = producer
 
     def close(self) -> None:
         self._consumer.close()
 
     # --- writing ------------------------------------------------------------------------------
-    def _new_producer(self) -> Any:
+    def _new_producer(self, target: Cluster | None = None) -> Any:
         from confluent_kafka import KafkaException
 
-        producer = clients.producer(self.target, **{"transactional.id": owner_transactional_id(self.flow)})
+        on = target or self.target
+        producer = clients.producer(on, **{"transactional.id": owner_transactional_id(self.flow)})
         try:
             producer.init_transactions(TXN_TIMEOUT_S)
         except KafkaException as exc:

@@ -110,10 +110,12 @@ class Planner:
             return
         self.source_admin, self.target_admin = clients.admin_client(source), clients.admin_client(target)
         if self.control is not None and target.alias in changed:
+            control = ControlReader(target)
+            control.poll()  # may fail (the target away): the current reader stays, tried again next time
             self.control.close()
-            self.control = ControlReader(target)
-            self.control.poll()
+            self.control = control
             self._select()
+        self.settings_watch.accept()
 
     # --- plans --------------------------------------------------------------------------------
     def initial(self) -> plan.Offsets:

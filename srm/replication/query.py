@@ -18,7 +18,7 @@ import logging
 import threading
 from typing import Any
 
-from srm.errors import SrmError
+from srm.errors import InvariantError, SrmError
 from srm.replication import offsets
 from srm.replication.accounting import Phases
 from srm.replication.outage import Outage
@@ -48,7 +48,9 @@ class FlowQuery(threading.Thread):
             else:
                 self._continuous(start, batch)
         except BaseException as exc:  # handed to the thread that waits for the query
-            if not isinstance(exc, SrmError):  # a bug or a failure of Spark: its traceback, once, here
+            if not isinstance(exc, SrmError) or isinstance(
+                exc, InvariantError
+            ):  # a bug, or Spark failed: its traceback
                 log.error(
                     "flow %s: the replication stopped on an unexpected error", self.runner.flow.name, exc_info=exc
                 )

@@ -55,6 +55,7 @@ class ResidentCopier(threading.Thread):
         super().__init__(name=f"srm-copier-{job.transactional_id}", daemon=True)
         self.job = job
         self.digests = digests  # of the source's and the target's client settings it started with
+        self.carried: list[PartitionResult] = []  # the results of the copier it replaced, not taken yet
         self.lease: Lease = job.lease or Lease(0, 0, 100)
         self.loop: CopyLoop | None = None
         self._lock = threading.Lock()
@@ -86,11 +87,24 @@ class ResidentCopier(threading.Thread):
         deadline = time.monotonic() + TAKE_TIMEOUT_S
         while not self._taken.wait(TAKE_POLL_S) and self.is_alive():
             if time.monotonic() > deadline:
+                if self._sitting_out_an_outage():  # it ends the outage or fails at its bound itself
+                    deadline = time.monotonic() + TAKE_POLL_S
+                    continue
                 raise SrmError(
                     f"copier {self.name} did not commit within {TAKE_TIMEOUT_S:.0f} s at the end of its lease"
                 )
         with self._lock:
-            return self._take.pop() if self._take else self.final
+            taken = self._take.pop() if self._take else self.final
+            carried, self.carried = self.carried, []
+        return [*carried, *taken]
+
+    def _sitting_out_an_outage(self) -> bool:
+        """Is the copier retrying a fault within the flow's errors.retry.timeout (or for good)?"""
+        loop = self.loop
+        if loop is None or not loop.writer.outage.ongoing:
+            return False
+        left = loop.writer.outage.remaining(self.job.flow.settings.errors_retry_timeout_ms)
+        return left is None or left > 0
 
     # --- the copier's thread ------------------------------------------------------------------
     def run(self) -> None:
@@ -251,11 +265,14 @@ def attach(job: CopyJob) -> ResidentCopier:
                 "slot %d of flow %s: the client settings of %s changed; the copier starts again with new clients",
                 *(job.slot, job.flow.name, " and ".join(changed)),
             )
+        carried: list[PartitionResult] = []
         if copier is not None and running:  # another epoch, writer or settings: it commits and stops
             copier.deadline = 0.0
             copier.join(TAKE_TIMEOUT_S)
+            carried = copier.final if copier.error is None else []  # what it copied since the last take
         freeze_heap()
         copier = ResidentCopier(job, digests)
+        copier.carried = carried
         _COPIERS[key] = copier
         log.info(
             "slot %d of flow %s: copier started (epoch %d, %d partition(s))",

@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
 from srm import clients
-from srm.errors import ReplicationError
+from srm.errors import ReplicationError, SrmError
 from srm.records import ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.history_records import HistoryRecords
@@ -98,11 +98,16 @@ def delivery_timeout_ms(retry_timeout_ms: int) -> int:
 
 
 class TransactionAborted(Exception):
-    """The open transaction was aborted after an abortable error: rewind to the committed progress."""
+    """The open transaction was aborted after an abortable error: rewind to the committed progress.
+    ``waited_s``: how long what failed had been waiting (a record's delivery time-out)."""
+
+    def __init__(self, cause: str, waited_s: float = 0.0) -> None:
+        super().__init__(cause)
+        self.waited_s = waited_s
 
 
 class TargetWriter:
-    def __init__(self, job: CopyJob, cache: ClientCache) -> None:
+    def __init__(self, job: CopyJob, cache: ClientCache, where: Callable[[], str] | None = None) -> None:
         self.cache = cache
         self.exactly_once = job.flow.settings.exactly_once
         self.history = HistoryRecords(job, self.exactly_once)
@@ -110,7 +115,8 @@ class TargetWriter:
         # Failures that may pass (retriable calls, aborted transactions) count against the flow's
         # errors.retry.timeout from the first one after a commit, across tasks of the slot.
         self.outage: Outage = slot_outage(cache, job)
-        self.where: Callable[[], str] = self.describe  # the copier says more: its partitions
+        self.where: Callable[[], str] = where or self.describe  # the copier says more: its partitions
+        self.delivery_timeout_ms = delivery_timeout_ms(job.flow.settings.errors_retry_timeout_ms)
         # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
         self.journal = ProgressJournal(self.exactly_once and job.lease is not None, self._progress)
         ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
@@ -148,7 +154,7 @@ class TargetWriter:
         settings: dict[str, Any] = {
             **PRODUCER_SETTINGS,
             "on_delivery": router.delivered,
-            "message.timeout.ms": delivery_timeout_ms(self.job.flow.settings.errors_retry_timeout_ms),
+            "message.timeout.ms": self.delivery_timeout_ms,
         }
         if self.exactly_once:
             settings["transactional.id"] = transactional_id
@@ -158,6 +164,8 @@ class TargetWriter:
         if self.exactly_once:
             try:
                 self._retry(lambda: producer.init_transactions(self._call_timeout()), transactional_id)
+            except SrmError:  # LastingFaultError: the bound passed, with the slot's partitions named
+                raise
             except Exception as exc:
                 raise self._api_error(exc, "starting transactions") from None
         return RoutedProducer(producer, router, transactional_id)
@@ -332,7 +340,8 @@ class TargetWriter:
             result.latency.add_ages(visible_ms, state.stamps)
             state.stamps.clear()
         self.chunk_records = self.chunk_bytes = 0
-        self.outage.recovered()
+        if dirty:  # records reached the target (a commit of progress alone may pass where records fail)
+            self.outage.recovered()
         self.pair.advance()
         self.producer = self.pair.producer
 
@@ -358,7 +367,11 @@ class TargetWriter:
             if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
                 if not self.outage.ongoing:  # then once a minute, by the outage
                     log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())
-                raise TransactionAborted(error.str())
+                # A record that timed out waited its whole delivery time-out for the target.
+                timed_out = error.name() in ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT")
+                waited = self.delivery_timeout_ms / 1000 if timed_out else 0.0
+                self.outage.began(error.str(), waited)  # the abort that follows waits no longer than the bound
+                raise TransactionAborted(error.str(), waited)
             raise self._write_error(error, state, offset, size)
         if remaining:
             raise ReplicationError(
@@ -435,6 +448,7 @@ class TargetWriter:
         from confluent_kafka import KafkaException
 
         while True:
+            started = time.monotonic()
             try:
                 return call()
             except KafkaException as exc:
@@ -442,7 +456,8 @@ class TargetWriter:
                 if error is None or not error.retriable():
                     raise
                 first = not self.outage.ongoing
-                self.outage.failed(error.str(), self.job.flow.settings.errors_retry_timeout_ms, self.where)
+                waited = time.monotonic() - started
+                self.outage.failed(error.str(), self.job.flow.settings.errors_retry_timeout_ms, self.where, waited)
                 if first:
                     log.warning("%s: %s (retrying)", slot or self._slot, error.str())
                 time.sleep(RETRY_PAUSE_S)
@@ -458,6 +473,7 @@ class TargetWriter:
             if error is not None and error.txn_requires_abort() and not error.fatal():
                 if not self.outage.ongoing:  # then once a minute, by the outage
                     log.warning("%s: %s; aborting the transaction", self._slot, error.str())
+                self.outage.began(error.str())
                 raise TransactionAborted(error.str()) from None
             raise
 

@@ -36,3 +36,19 @@ def test_a_producer_asked_for_with_other_settings_is_closed_and_built_again() ->
     assert first.closed and second.name == "p1"
     cache.drop_producer("srm-replicate.a.b.1.0")
     assert second.closed
+
+
+def test_a_build_that_fails_leaves_no_closed_client_behind() -> None:
+    cache = ClientCache()
+    first = cache.client(("target", "a->b"), lambda: Client("c0"), "digest-1")
+
+    def failing() -> Client:
+        raise RuntimeError("the new password is not accepted yet")
+
+    try:
+        cache.client(("target", "a->b"), failing, "digest-2")
+    except RuntimeError:
+        pass
+    assert first.closed
+    again = cache.client(("target", "a->b"), lambda: Client("c1"), "digest-2")
+    assert again.name == "c1" and not again.closed, "built afresh, not the closed one handed out"

@@ -295,13 +295,14 @@ def test_a_rotated_file_secret_changes_the_clusters_settings_digest_which_never_
     from srm.clients import settings_digest
 
     secrets = tmp_path / "secrets.properties"
-    secrets.write_text("b.password = before\n")
+    secrets.write_text("b.password = 0a1b2c\n")  # hex, as a digest is: it could show in one
     config = parse(SECRET_CONFIG.replace("${env:SRM_TEST_B_PASSWORD}", f"${{file:{secrets}:b.password}}"))
     before = settings_digest(config.cluster("b"))
     assert settings_digest(config.cluster("b")) == before, "the same settings, the same digest"
-    secrets.write_text("b.password = after\n")
+    secrets.write_text("b.password = 3d4e5f\n")
     after = settings_digest(config.cluster("b"))
-    assert after != before and "after" not in after and len(after) == 16
+    assert after != before and len(after) == 16
+    assert "0a1b2c" not in before and "3d4e5f" not in after
 
 
 def test_a_settings_watch_names_the_clusters_whose_settings_resolve_differently_since_the_last_look(
@@ -317,6 +318,28 @@ def test_a_settings_watch_names_the_clusters_whose_settings_resolve_differently_
     assert watch.changed(a, b) == []
     secrets.write_text("b.password = after\n")
     assert watch.changed(a, b) == ["b"]
-    assert watch.changed(a, b) == [], "reported once"
+    assert watch.changed(a, b) == ["b"], "until the new clients are built"
+    watch.accept()
+    assert watch.changed(a, b) == []
+    secrets.unlink()  # a secret being rewritten: the current clients stay
+    assert watch.changed(a, b) == []
+    secrets.write_text("b.password = after\n")
     moved = config.cluster("a").model_copy(update={"bootstrap_servers": "127.0.0.1:9"})
     assert watch.changed(moved, b) == ["a"], "a new bootstrap list"
+
+
+@pytest.mark.parametrize("value", [0, 5_000, -2])
+def test_a_retry_bound_shorter_than_a_broker_restart_is_refused_with_its_line(value: int) -> None:
+    text = f"""clusters:
+  a: {{bootstrap.servers: "127.0.0.1:1"}}
+  b: {{bootstrap.servers: "127.0.0.1:2"}}
+flows:
+  - source: a
+    target: b
+    errors.retry.timeout: {value}
+"""
+    _, issues = parse_config(text, "test.yaml")
+    assert any(
+        "errors.retry.timeout must be -1 (wait for good) or at least 10000 ms" in str(i) and "test.yaml:7" in str(i)
+        for i in issues
+    ), issues

@@ -265,6 +265,46 @@ def test_a_target_that_times_out_every_delivery_ends_the_copy_at_the_bound_with_
         copy_to_end(copy_job, cache)  # type: ignore[arg-type]
     message = str(failed.value)
     assert "copying t[0] at offset 2 from" in message, message  # where its committed progress is
-    assert "(300 s, 11 attempt(s))" in message and "Message timed out" in message
+    # The first timed-out record had waited its delivery time-out (120 s) already: 120 + 6 x 30 s.
+    assert "(300 s, 7 attempt(s))" in message and "Message timed out" in message
     assert copied(cache) == [], "nothing was committed"
-    assert consumer.seeks == [2] * 10, "each attempt read the records again from the committed progress"
+    assert consumer.seeks == [2] * 6, "each attempt read the records again from the committed progress"
+
+
+def test_a_transaction_that_fails_while_records_are_produced_is_aborted_counted_and_read_again(
+    no_broker: dict[str, Any],
+) -> None:
+    from srm.replication.writer import TransactionAborted
+
+    no_broker["progress"] = {KEY: Progress(2, "id-1")}
+    consumer = FakeConsumer([0, 1, 2, 3, 4], end=5)
+    cache = SourceCache(consumer)
+    loop = CopyLoop(available_now(5), cache)  # type: ignore[arg-type]
+    loop.add(loop.job.ranges)
+
+    def refused(messages: list[Any]) -> None:  # as produce() raising after the transaction failed
+        raise TransactionAborted("Local: Message timed out", 1.0)
+
+    loop._handle = refused  # type: ignore[method-assign]
+    assert loop.step(0.0) == 3
+    assert loop.writer.outage.failures == 1 and loop.writer.outage.ongoing
+    assert consumer.seeks == [2] and KEY in loop.remaining, "read again from the committed progress"
+
+
+def test_a_slot_hands_its_lasting_fault_to_the_driver_with_what_it_committed_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from srm.errors import LastingFaultError
+    from srm.replication.job import PartitionResult, split_faults
+
+    committed = PartitionResult("t", 0, REMOTE, 5, next_offset=3, records=3)
+
+    def failing(job: Any, cache: Any = None, faults: list[LastingFaultError] | None = None) -> list[Any]:
+        assert faults is not None, "run_slot asks for the fault, not a raise (no Spark retry)"
+        faults.append(LastingFaultError("flow a->b: ... failing since T"))
+        return [committed]
+
+    monkeypatch.setattr(copier, "copy_to_end", failing)
+    payloads, fault = split_faults(copier.run_slot(available_now(5)))
+    assert fault == "flow a->b: ... failing since T"
+    assert [p["row"]["next_offset"] for p in payloads] == [3], "the chunks committed before it are accounted"

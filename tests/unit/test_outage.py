@@ -75,3 +75,13 @@ def test_a_task_hands_its_lasting_fault_to_the_driver_beside_its_partitions_resu
     rest, fault = split_faults(payloads)
     assert rest == payloads[:1] and fault == "flow a->b: failing since ..."
     assert split_faults(payloads[:1]) == (payloads[:1], None)
+
+
+def test_a_record_that_timed_out_began_the_fault_its_delivery_time_out_ago_and_a_raise_starts_afresh() -> None:
+    clock = Clock()
+    outage = Outage(clock, wall=lambda: 1_764_378_000.0)
+    outage.began("Local: Message timed out", waited_s=20.0)  # seen now, waiting since 20 s ago
+    assert outage.elapsed() == 20.0 and outage.since().endswith("00:59:40 UTC")
+    with pytest.raises(LastingFaultError, match=r"\(20 s, 1 attempt\(s\)\)"):
+        outage.failed("Local: Message timed out", 20_000, where)
+    assert not outage.ongoing, "whatever comes next (a new run in this worker) has its own bound"

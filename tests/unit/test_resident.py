@@ -112,6 +112,7 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
             super().__init__(daemon=True)
             self.job, self.digests, self.error, self.deadline = job, digests, None, 1e18
             self.renewed: list[Any] = []
+            self.final: list[Any] = [f"results of copier {len(started)}"]  # copied since its last take
             self.stop = threading.Event()
             started.append(self)
 
@@ -137,4 +138,5 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
     second = resident.attach(job)
     assert second is not first and not first.is_alive(), "the old copier committed and stopped"
     assert second.digests == ("same", "after")
+    assert second.carried == ["results of copier 0"], "what the old one copied reaches the next take"
     second.deadline = 0.0

@@ -245,3 +245,32 @@ def test_a_record_fails_its_transaction_within_the_flows_retry_bound_not_after_t
     assert delivery_timeout_ms(300_000) == 120_000, "librdkafka caps it at transaction.timeout.ms"
     assert delivery_timeout_ms(0) == 5_000, "0 would mean no time-out to librdkafka"
     assert delivery_timeout_ms(-1) == 120_000, "waiting for good: as long as a transaction may be open"
+
+
+def test_a_producer_that_cannot_start_past_the_bound_is_a_lasting_fault_naming_what_the_copier_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from srm.errors import LastingFaultError
+    from srm.replication import writer as writer_module
+    from srm.replication.outage import Outage
+
+    class Frozen:
+        """A producer whose target does not answer: init_transactions times out, retriably."""
+
+        calls = 0
+
+        def init_transactions(self, timeout: float) -> None:
+            Frozen.calls += 1
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "init timed out", retriable=True))
+
+    cache, copy_job = FakeCache(), job(continuous=False)
+    writer = TargetWriter(copy_job, cache, lambda: "flow a->b: slot 0 copying t[0] at offset 7")  # type: ignore[arg-type]
+    ticks = iter(range(0, 1000, 40))
+    cache.kept[("outage", copy_job.flow.name, "0")] = writer.outage = Outage(clock=lambda: float(next(ticks)))
+    monkeypatch.setattr(writer_module.clients, "producer", lambda *a, **k: Frozen())
+    monkeypatch.setattr(writer_module, "RETRY_PAUSE_S", 0.0)
+    with pytest.raises(LastingFaultError, match=r"^flow a->b: slot 0 copying t\[0\] at offset 7: failing since "):
+        writer._build_producer("srm-replicate.a.b.1.0")
+    assert Frozen.calls > 1, "retried within the bound"
