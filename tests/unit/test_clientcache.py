@@ -3,6 +3,8 @@ again when they do not (a rotated password, a new bootstrap list)."""
 
 from __future__ import annotations
 
+import pytest
+
 from srm.replication.clientcache import ClientCache
 
 
@@ -45,10 +47,8 @@ def test_a_build_that_fails_leaves_no_closed_client_behind() -> None:
     def failing() -> Client:
         raise RuntimeError("the new password is not accepted yet")
 
-    try:
+    with pytest.raises(RuntimeError):
         cache.client(("target", "a->b"), failing, "digest-2")
-    except RuntimeError:
-        pass
     assert first.closed
     again = cache.client(("target", "a->b"), lambda: Client("c1"), "digest-2")
     assert again.name == "c1" and not again.closed, "built afresh, not the closed one handed out"
