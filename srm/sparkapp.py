@@ -409,8 +409,9 @@ def submit_environment(master: str | None = None) -> dict[str, str]:
     env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     # glibc gives every thread that allocates its own arena, up to 8 per core, and keeps what it
-    # freed in each: a copier's librdkafka threads buffer a target's outage in them and the worker's
-    # RSS steps up for good at every such fault. Hadoop caps YARN containers the same way (4).
+    # freed in each; a copier's librdkafka threads buffer a target's outage in them. Capped as Hadoop
+    # caps YARN containers (4). Not enough alone: in bench.soak a worker's RSS still stepped up
+    # 10-30 MiB at each target restart.
     env.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENA_MAX)
     if is_local(master):  # local[*] runs on this machine: its workers run this interpreter, on loopback
         env["PYSPARK_PYTHON"] = sys.executable
