@@ -91,7 +91,8 @@ def test_a_target_frozen_past_the_bound_fails_the_run_naming_it_then_the_next_ru
     flow = {"source": "west", "target": "east", "topics": [topic], "errors.retry.timeout": BOUND_MS}
     env = make_env(kafka, tmp_path, [flow], east=bootstrap(freezable))
     ensure_topic(clients.admin_client(env.west), topic, 2)
-    produce(env.west, topic, sequenced(2, 400_000, size=16))
+    for start in range(0, 400_000, 50_000):  # in chunks: the producer's queue holds 100,000
+        produce(env.west, topic, sequenced(2, 50_000, start=start, size=16))
     remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
     target_admin = clients.admin_client(env.east)
 
