@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import subprocess
 import tempfile
 import time
@@ -22,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.available_now import flow_config
+from bench.soak.job import PASS_LINE
 from srm import clients
 from srm.config import load_config
 from srm.offsets.groups import alter_group_offsets, describe_groups
 from srm.sparkapp import spark_submit_command, submit_environment
 from srm.topics import ensure_topic, list_offsets
-
-PASS_LINE = re.compile(r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written.* in ([\d.]+) s")
 
 
 def submit(script: str, args: list[str]) -> tuple[float, str]:
@@ -73,7 +71,7 @@ def run(base: Path, groups: int, partitions: int) -> dict[str, Any]:
     found = PASS_LINE.findall(output)
     if not found:
         raise SystemExit(f"no pass summary in the output:\n{output[-3000:]}")
-    seen, written, pass_s = found[-1]
+    seen, written, _unchanged, pass_s = found[-1]
     return {
         "groups": groups,
         "partitions": partitions,

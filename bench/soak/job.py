@@ -20,6 +20,8 @@ from bench.replicators import group
 from bench.usage import Usage
 
 RESTART_DELAY_S = 1.0
+# The checkpoint pass's summary line (srm.offsets.checkpointing.PassReport.summary): groups, checkpoints
+# written, unchanged, seconds. bench.checkpoints_scale reads it too.
 PASS_LINE = re.compile(r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written, (\d+) unchanged.* in ([\d.]+) s")
 
 

@@ -105,3 +105,14 @@ def test_a_pass_that_grows_with_the_positions_added_is_told_apart_from_one_that_
         sample["checkpoint_pass_s"] *= 1.5
     v = verdicts(r)
     assert not v["checkpoint pass: seconds per 1,000 group positions: the last 10 minutes within 1.2x of minutes 10-20"]
+
+
+def test_the_soak_reads_groups_positions_and_seconds_from_the_pass_summary_as_the_pass_writes_it() -> None:
+    from bench.soak.job import PASS_LINE
+    from srm.offsets.checkpointing import Direction, PassReport
+
+    forward = Direction("forward", groups=200, written=[object()] * 13_000, unchanged=600)  # type: ignore[list-item]
+    summary = PassReport("a->b", forward, Direction("backward"), None, 19.04).summary()
+    found = PASS_LINE.search(summary)
+    assert found is not None, summary
+    assert (int(found[1]), int(found[2]) + int(found[3]), float(found[4])) == (200, 13_600, 19.0)

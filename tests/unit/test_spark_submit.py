@@ -88,7 +88,7 @@ def test_only_a_local_job_is_held_on_loopback(monkeypatch: pytest.MonkeyPatch) -
     assert "SPARK_LOCAL_IP" not in submit_environment("spark://10.0.0.5:7077")
     assert submit_environment("local[2]")["SPARK_LOCAL_IP"] == "127.0.0.1"
     assert submit_environment("local[2]")["PYSPARK_PYTHON"] == sys.executable
-    assert submit_environment("local[2]")["MALLOC_ARENA_MAX"] == "2"  # a copier's freed buffers go back
+    assert submit_environment("local[2]")["MALLOC_ARENA_MAX"] == "2"  # fewer arenas keeping freed buffers
     assert job_conf("spark://10.0.0.5:7077")["spark.executorEnv.MALLOC_ARENA_MAX"] == "2"  # and remote ones
 
 
