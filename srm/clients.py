@@ -160,6 +160,43 @@ def producer(cluster: Cluster, **overrides: Any) -> Any:
     return Producer(client_settings(cluster, "producer", logger=LIBRDKAFKA_LOG, **overrides))
 
 
+CLOSE_TIMEOUT_S = 5.0  # per step of closing a producer: aborting its transaction, flushing
+
+
+def close_producer(producer: Any, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
+    """Close ``producer`` within about twice ``timeout_s`` whatever its cluster does: an open
+    transaction aborted and the queue flushed, else it is abandoned (:func:`abandon_producer`).
+    confluent-kafka's ``close()`` aborts and flushes without a time-out, so a cluster that does
+    not answer would hold the caller for good. False when abandoned."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    try:
+        producer.abort_transaction(timeout_s)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        if error is None or error.code() not in (KafkaError._STATE, KafkaError._NOT_CONFIGURED):
+            abandon_producer(producer)  # an open transaction the cluster did not let abort
+            return False
+    if producer.flush(timeout_s):
+        abandon_producer(producer)
+        return False
+    try:  # aborted and flushed: close() returns at once
+        producer.close()
+    except Exception as exc:  # a producer in a fatal state: what failed before matters, not this
+        log.warning("closing a producer failed (%s)", exc)
+    return True
+
+
+def abandon_producer(producer: Any) -> None:
+    """Drop what ``producer`` holds without waiting for its cluster; librdkafka destroys it with
+    its last reference. An open transaction is aborted by the next writer of its transactional
+    id, or by the broker after transaction.timeout.ms."""
+    try:
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+    except Exception as exc:
+        log.warning("purging a producer failed (%s)", exc)
+
+
 def consumer(cluster: Cluster, group_id: str, **overrides: Any) -> Any:
     from confluent_kafka import Consumer
 

@@ -57,7 +57,7 @@ def emit(config: SrmConfig, flow: Flow, duration_s: float) -> int:
         return _emit_until(flow, pairs, producers, time.monotonic() + duration_s)
     finally:
         for producer in producers.values():
-            producer.close()
+            clients.close_producer(producer)
 
 
 def _emit_until(flow: Flow, pairs: list[tuple[str, str]], producers: dict[str, Any], deadline: float) -> int:

@@ -244,3 +244,22 @@ def _transactional(cluster: Cluster, transactional_id: str) -> Any:
 
 def as_row(record: dict[str, Any]) -> tuple[Any, ...]:
     return (record["key"], record["value"], record["headers"], record["timestamp"])
+
+
+def shown_status(env: Env) -> dict[str, tuple[str, str]]:
+    """The flow's (state, reason) as ``srm-control status --json`` and ``GET /v2/replications`` show it."""
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from srm.service.app import create_app
+    from tests.helpers import srm_control
+
+    status = srm_control(env.path, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    [cli] = [f for f in json.loads(status.stdout)["flows"] if f["flow"] == env.flow().name]
+    app = create_app(config=lambda: env.config, user=lambda: None, groups_reader=lambda: None, paused=lambda _: {})
+    response = TestClient(app).get("/v2/replications")
+    assert response.status_code == 200, response.text
+    [api] = [f for f in response.json()["replications"] if f["flow"] == env.flow().name]
+    return {"srm-control": (cli["state"], cli["reason"]), "rest": (api["state"], api["reason"])}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 # Each librdkafka client runs threads and holds connections: keep the number of cached producers
@@ -57,10 +58,12 @@ class ClientCache:
         return client
 
     def drop_producer(self, key: str) -> None:
+        """A producer that failed: abandoned (not waiting for its target), not closed."""
         with self._lock:
             kept = self._producers.pop(key, None)
         if kept is not None:
-            _close(kept[1])
+            abandon = getattr(kept[1], "abandon", None)
+            (abandon or partial(_close, kept[1]))()
 
     def client(self, key: tuple[str, ...], build: Callable[[], Any], digest: str = "") -> Any:
         with self._lock:

@@ -14,6 +14,10 @@ KNOWN_WRITE_ERRORS = (
     "GROUP_AUTHORIZATION_FAILED",
     "TOPIC_AUTHORIZATION_FAILED",
 )
+# A record's delivery report may say less than the transaction's error: a broker that refuses a
+# timestamp reports INVALID_RECORD per record and INVALID_TIMESTAMP for the transaction.
+TRANSACTION_SAYS_MORE = ("INVALID_RECORD",)
+REFINED = (*KNOWN_WRITE_ERRORS, "INVALID_TIMESTAMP")
 
 
 def kafka_error(exc: BaseException) -> Any:
@@ -68,11 +72,17 @@ def write_error(
             "this attempt stops and its open transaction is aborted, nothing is lost or duplicated"
         )
     detail = error.str() if hasattr(error, "str") else str(error)
+    change = "the topic's or the brokers' configs"
+    if name == "INVALID_TIMESTAMP":  # copies keep the source's CreateTime
+        change = (
+            f"message.timestamp.before.max.ms and message.timestamp.after.max.ms of {target_topic!r}, or the "
+            "brokers' log.message.timestamp.*; copies keep the source records' timestamps"
+        )
     return ReplicationError(
         f"cannot write {target_topic!r} partition {partition} on {target} ({where}): {detail} ({name}). Change what "
-        f"refuses it on {target} (the topic's or the brokers' configs), or take {topic!r} out of the flow (its "
-        f"topics list, or srm-control topics --add-blacklist {topic} --source {source} --target {target}); the "
-        "target has everything before it that was committed, and the next run resumes from there"
+        f"refuses it on {target} ({change}), or take {topic!r} out of the flow (its topics list, or srm-control "
+        f"topics --add-blacklist {topic} --source {source} --target {target}); the target has everything before it "
+        "that was committed, and the next run resumes from there"
     )
 
 

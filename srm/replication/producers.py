@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
+from srm import clients
 from srm.replication.clientcache import ClientCache
 
 log = logging.getLogger(__name__)
@@ -45,11 +46,14 @@ class RoutedProducer(NamedTuple):
     transactional_id: str
 
     def close(self) -> None:
-        # A producer in a fatal state may fail to close: what failed before matters, not this.
-        try:
-            self.producer.close()
-        except Exception as exc:
-            log.warning("closing a dropped producer failed (%s)", exc)
+        """Within a bounded time whatever the target does (srm.clients.close_producer)."""
+        self.router.sink = None
+        clients.close_producer(self.producer)
+
+    def abandon(self) -> None:
+        """The producer failed: dropped without waiting for the target (srm.clients.abandon_producer)."""
+        self.router.sink = None
+        clients.abandon_producer(self.producer)
 
 
 class ProducerPair:
@@ -100,6 +104,6 @@ class ProducerPair:
             routed.router.sink = None
 
     def drop(self) -> None:
-        """The producers failed: closed and out of the cache, the next writer builds them afresh."""
+        """The producers failed: abandoned and out of the cache, the next writer builds them afresh."""
         for routed in self.producers:
             self.cache.drop_producer(self.key(routed.transactional_id))

@@ -40,6 +40,8 @@ from srm.replication.journal import ProgressJournal
 from srm.replication.kafka_errors import (
     FENCED,
     KNOWN_WRITE_ERRORS,
+    REFINED,
+    TRANSACTION_SAYS_MORE,
     code_name,
     kafka_error,
     transaction_error,
@@ -362,7 +364,7 @@ class TargetWriter:
         if self.error is not None:
             error, state, offset, size = self.error
             self.error = None
-            if error.name() in PURGED and self.exactly_once:
+            if self.exactly_once and error.name() in (*PURGED, *TRANSACTION_SAYS_MORE):
                 error = self._failed_transaction() or error
             if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
                 if not self.outage.ongoing:  # then once a minute, by the outage
@@ -380,7 +382,8 @@ class TargetWriter:
             )
 
     def _failed_transaction(self) -> Any:
-        """Why the transaction failed when librdkafka purged its records, or None.
+        """Why the transaction failed when librdkafka purged its records (or reported less than
+        the transaction knows, TRANSACTION_SAYS_MORE), or None.
 
         An abortable transaction error (a partition that could not be added to the transaction, e.g.
         TOPIC_AUTHORIZATION_FAILED) purges the queued records and is reported only by the next
@@ -393,7 +396,7 @@ class TargetWriter:
             self.producer.begin_transaction()
         except KafkaException as exc:
             cause = kafka_error(exc)
-            return cause if code_name(cause) in KNOWN_WRITE_ERRORS else None
+            return cause if code_name(cause) in REFINED else None
         self.in_transaction = True  # cannot happen in a transaction; if it did, the new one is aborted next
         return None
 

@@ -19,13 +19,24 @@ import yaml
 from srm import clients
 from srm.config import SrmConfig, load_config
 from srm.errors import LastingFaultError, ReplicationError
-from srm.health import flow_health
 from srm.local import LocalClusters
+from srm.sparkapp import start_replication
 from srm.topics import ensure_topic, list_offsets
 from tests.conftest import free_ports
 from tests.helpers import produce
-from tests.integration.test_replicate_continuous import wait_for
-from tests.replication import Env, contents, make_env, replicate, seq_of, sequence_report, sequenced
+from tests.integration.test_replicate_continuous import target_records, wait_for
+from tests.jobs import Writer
+from tests.jobs import exactly_once as exactly_once_sent
+from tests.replication import (
+    Env,
+    contents,
+    make_env,
+    replicate,
+    seq_of,
+    sequence_report,
+    sequenced,
+    shown_status,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -121,8 +132,9 @@ def test_a_target_frozen_past_the_bound_fails_the_run_naming_it_then_the_next_ru
     assert f"copying {topic}[0] at offset " in message and "failing since " in message, message
     assert f"errors.retry.timeout ({BOUND_MS} ms)" in message and "resumes from its committed progress" in message
 
-    health = flow_health(env.config, env.flow())
-    assert health.state == "failed" and health.reason.startswith("the run failed: flow "), health
+    for where, (state, reason) in shown_status(env).items():
+        assert state == "failed" and reason.startswith("the run failed: flow "), (where, state, reason)
+        assert f"writing to {env.east.alias}" in reason, (where, reason)
 
     replicate(spark, env)  # the cause is gone: the next run goes on from the committed progress
     assert exactly_once(env, topic) == CLEAN
@@ -149,6 +161,9 @@ def test_a_topic_the_target_refuses_fails_the_run_and_once_out_of_the_flow_the_o
     assert time.monotonic() - started < 120
     message = str(failed.value)
     assert f"'{refused}' partition 0 offset 0" in message and "INVALID_TIMESTAMP" in message, message
+    assert "message.timestamp.before.max.ms" in message, message
+    for where, (state, reason) in shown_status(env).items():
+        assert state == "failed" and f"cannot write '{remote}' partition 0" in reason, (where, state, reason)
 
     env.rewrite(topics=[other])  # the user takes the refusing topic out of the flow
     produce(env.west, other, sequenced(1, 50, start=50))
@@ -157,3 +172,36 @@ def test_a_topic_the_target_refuses_fails_the_run_and_once_out_of_the_flow_the_o
     assert any(f"without {refused}, no longer in the flow" in r.getMessage() for r in caplog.records)
     assert exactly_once(env, other) == CLEAN
     assert sum(len(r) for r in contents(env.east, remote).values()) == 0, "the refused topic was not retried"
+
+
+def test_a_continuous_flow_told_to_wait_shows_waiting_for_its_frozen_target_then_goes_on_exactly(
+    spark: Any, kafka: SrmConfig, freezable: LocalClusters, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    topic = unique("waits")
+    flow = {"source": "west", "target": "east", "topics": [topic], "errors.retry.timeout": -1, "task.lease.seconds": 10}
+    env = make_env(kafka, tmp_path, [flow], east=bootstrap(freezable))
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    writer = Writer(env.west, topic, 2, burst=20)  # 1,000 records/s
+    writer.start()
+    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    pid = broker_pid(freezable)
+    try:
+        wait_for(lambda: target_records(env, topic) > 1000, 120, "copying")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            # The bound is -1: past the time other flows would fail (BOUND_MS), the flow still waits,
+            # and says for what and since when.
+            wait_for(lambda: all(s == "waiting" for s, _ in shown_status(env).values()), 300, "waiting shown")
+            for where, (_, reason) in shown_status(env).items():
+                assert reason.startswith(f"waiting for {env.east.alias} since "), (where, reason)
+            assert run.query.is_alive() and run.query.error is None, run.query.error
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        sent = writer.stop()
+        wait_for(lambda: target_records(env, topic) >= sent, 180, "copying after the target came back")
+        # No longer waiting (this test emits no heartbeats, which "running" needs).
+        wait_for(lambda: all(s not in ("waiting", "failed") for s, _ in shown_status(env).values()), 60, "wait over")
+    finally:
+        writer.stop()
+        run.stop()
+    assert exactly_once_sent(env, topic, sent, 2) == CLEAN

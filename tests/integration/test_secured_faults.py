@@ -19,7 +19,6 @@ from srm import clients
 from srm.acls import acl_bindings, flow_grants
 from srm.config.model import Cluster
 from srm.errors import ClusterUnreachableError
-from srm.health import flow_health
 from srm.sparkapp import start_replication
 from srm.topics import ensure_topic
 from srm.warehouse import FLOW_STATES, METRICS, TASK_FAILURES
@@ -27,7 +26,7 @@ from tests.conftest import REFERENCE, SASL_PASSWORD
 from tests.integration.test_least_privilege import grant, revoke
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Writer, exactly_once
-from tests.replication import Env, replicate
+from tests.replication import Env, replicate, shown_status
 from tests.secured import SecuredCluster, secured_env
 
 pytestmark = pytest.mark.integration
@@ -109,8 +108,8 @@ def test_write_revoked_during_a_continuous_run_ends_it_naming_who_needs_what_and
     message = str(ended[0])
     assert "not authorized to write" in message and f"{principal} (clusters.{env.flow().target}) needs WRITE" in message
     assert failed_after < 120, f"failed {failed_after:.0f} s after the revocation"
-    health = flow_health(env.config, env.flow())
-    assert health.state == "failed" and "not authorized to write" in health.reason, health
+    for where, (state, reason) in shown_status(env).items():
+        assert state == "failed" and "not authorized to write" in reason, (where, state, reason)
 
     grant(target, [write_on_remote_topics(env, principal)])  # the cause fixed
     replicate(spark, env)
