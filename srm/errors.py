@@ -67,7 +67,12 @@ class ReplicationError(SrmError):
 
 
 class LastingFaultError(ReplicationError):
-    """A fault that retries did not get past within the flow's errors.retry.timeout (what, where, since when)."""
+    """A fault that retries did not get past within the flow's errors.retry.timeout (what, where, since when),
+    or one that no retry can get past. It ends the run, not only the task (Spark does not retry it)."""
+
+
+class RemoteTopicGoneError(LastingFaultError):
+    """A remote topic the flow copies into was deleted from the target under it."""
 
 
 class DataLossError(ReplicationError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,9 +22,10 @@ from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic
 from srm.records import OffsetSync
 from srm.replication.history import HistoryIngest
 from srm.replication.job import Loss
+from srm.replication.progress import Progress
 from srm.replication.runs import OffsetRun, SyncPacer
 from srm.topics import list_offsets
-from srm.warehouse import DATA_LOSS, METRICS, Warehouse
+from srm.warehouse import DATA_LOSS, METRICS, SYNC_HISTORY, Warehouse, sql_string
 
 log = logging.getLogger("srm.replicate")
 # commit_transaction returns once the coordinator has logged the commit; the markers that let
@@ -76,6 +78,7 @@ class Accounting:
         self._sync_producer: Any = None
         self._pacers: dict[tuple[str, int], SyncPacer] = {}
         self.totals = {"batches": 0, "records": 0, "bytes": 0}
+        self._gone = 0  # version of the loss rows of deleted remote topics (Warehouse.append)
 
     def use_clients(self, source: Cluster, target: Cluster, source_admin: Any, target_admin: Any) -> None:
         """Clients built from the clusters' new settings, taken up between two batches' accounting."""
@@ -91,6 +94,45 @@ class Accounting:
     def submit(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
         self._pending = [f for f in self._pending if not f.done()]
         self._pending.append(self._pool.submit(self._account, batch_id, payloads, losses))
+
+    def forget(self, gone: dict[tuple[str, int], Progress], remote: Callable[[str], str]) -> None:
+        """Remote topics of ``gone`` (source partition -> committed progress) were deleted from the
+        target: their sync history maps offsets to a topic that no longer exists, so translation
+        must not use it. After every batch's accounting, the history is ingested to the end of its
+        topic and the partitions' rows are deleted; the records copied before are recorded as lost
+        on the target. ``remote``: a source topic's remote topic."""
+        self._pending.append(self._pool.submit(self._forget, gone, remote))
+        futures.wait(self._pending)
+        self._pending[-1].result()  # raised here: the flow does not copy on with the old history
+
+    def _forget(self, gone: dict[tuple[str, int], Progress], remote: Callable[[str], str]) -> None:
+        import pyarrow.compute as pc
+
+        self.history.ingest()
+        topics = sorted({t for t, _ in gone})
+        sql = f"flow = {sql_string(self.flow.name)} AND topic IN ({', '.join(sql_string(t) for t in topics)})"
+        arrow = (pc.field("flow") == self.flow.name) & pc.field("topic").isin(topics)
+        rows = self.warehouse.scan(SYNC_HISTORY, arrow)
+        first: dict[tuple[str, int], int] = {}
+        if rows is not None and rows.num_rows:
+            for row in rows.select(["topic", "partition", "source_first"]).to_pylist():
+                key = (row["topic"], row["partition"])
+                first[key] = min(first.get(key, row["source_first"]), row["source_first"])
+            kept = rows.filter(~_partition_in(list(gone)))  # the topics' other partitions (not deleted)
+            self.warehouse.replace(SYNC_HISTORY, kept, sql)
+        losses = [
+            Loss(
+                t,
+                p,
+                min(first.get((t, p), progress.next_offset), progress.next_offset),
+                progress.next_offset,
+                f"were lost on {self.flow.target} when remote topic {remote(t)!r} was deleted there",
+            )
+            for (t, p), progress in sorted(gone.items())
+        ]
+        app = f"loss:{self.flow.name}:gone:{self.run_id}"
+        self.warehouse.append(DATA_LOSS, self._loss_rows(losses), app, self._gone)
+        self._gone += 1
 
     def close(self, timeout_s: float = 120.0) -> None:
         """Wait until every batch's accounting is written, then ingest the history once more, so a
@@ -208,3 +250,14 @@ class Accounting:
             *(self.flow.name, what, records, size / 2**20, moved, partitions, seconds, rate, phases),
             *(transactions, p99, lag),
         )
+
+
+def _partition_in(keys: list[tuple[str, int]]) -> Any:
+    """An Arrow filter: the row's (topic, partition) is one of ``keys``."""
+    import pyarrow.compute as pc
+
+    where = None
+    for topic, partition in keys:
+        term = (pc.field("topic") == topic) & (pc.field("partition") == partition)
+        where = term if where is None else where | term
+    return where

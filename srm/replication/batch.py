@@ -30,7 +30,8 @@ from srm.replication.copier import run_slot
 from srm.replication.flow_state import FlowStates
 from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership
-from srm.replication.remote_topics import RemoteTopics
+from srm.replication.progress import Progress
+from srm.replication.remote_topics import RemoteTopics, deleted_error, describe_gone
 from srm.topics import partition_counts
 from srm.warehouse import Warehouse
 
@@ -59,7 +60,7 @@ class BatchRunner:
         self.settings_watch = clients.SettingsWatch(self.source, self.target)
         self.source_admin = clients.admin_client(self.source)
         self.target_admin = clients.admin_client(self.target)
-        self.remote_topics = RemoteTopics(flow, self.target, self.source_admin, self.target_admin)
+        self.remote_topics = RemoteTopics(flow, self.target, self.source_admin, self.target_admin, self._gone)
         self.history_topic = history_topic_name(flow)
         # Warehouse appends are idempotent per (query, this run, batch): a batch replayed after a
         # restart describes what the replay did (usually nothing left to copy), never double counts.
@@ -96,6 +97,20 @@ class BatchRunner:
     def _ensure_topics(self, ranges: list[CopyRange]) -> None:
         counts = partition_counts(self.source_admin, include_internal=True)
         self.remote_topics.ensure({r.topic: counts.get(r.topic, r.partition + 1) for r in ranges})
+
+    def _gone(self, gone: dict[tuple[str, int], Progress]) -> None:
+        """Remote topics deleted from the target after the flow copied into them: the flow stops
+        (on_data_loss: fail), or they are created again and the copy goes on from the committed
+        progress, their old sync history dropped and what was copied before recorded as lost."""
+        if self.flow.settings.on_data_loss == "fail":
+            self.close()
+            raise deleted_error(self.flow, gone)
+        log.warning(
+            "flow %s: %s deleted from %s after the flow copied into them (on_data_loss: continue): creating them "
+            "again and copying on from the committed progress; their sync history is dropped",
+            *(self.flow.name, describe_gone(self.flow, gone), self.flow.target),
+        )
+        self.accounting.forget(gone, lambda topic: self.flow.policy.format_remote_topic(self.flow.source, topic))
 
     def _after(self, what: str, batch_id: int, partitions: int, payloads: list[dict[str, Any]], phases: Phases) -> None:
         losses = [Loss(**loss) for p in payloads for loss in p["losses"]]
@@ -149,7 +164,7 @@ class BatchRunner:
         log.info("flow %s: the client settings of %s changed; its clients were built again", name, which)
         self.source_admin, self.target_admin = source_admin, target_admin
         known = self.remote_topics.known
-        self.remote_topics = RemoteTopics(self.flow, self.target, self.source_admin, self.target_admin)
+        self.remote_topics = RemoteTopics(self.flow, self.target, self.source_admin, self.target_admin, self._gone)
         self.remote_topics.known = known
         self.accounting.use_clients(self.source, self.target, self.source_admin, self.target_admin)
         self.settings_watch.accept()

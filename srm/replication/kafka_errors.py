@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from srm.config.model import Cluster
-from srm.errors import ReplicationError
+from srm.errors import RemoteTopicGoneError, ReplicationError
 
 FENCED = ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH")  # a newer producer of the id took over
 KNOWN_WRITE_ERRORS = (
@@ -18,6 +18,11 @@ KNOWN_WRITE_ERRORS = (
 # timestamp reports INVALID_RECORD per record and INVALID_TIMESTAMP for the transaction.
 TRANSACTION_SAYS_MORE = ("INVALID_RECORD",)
 REFINED = (*KNOWN_WRITE_ERRORS, "INVALID_TIMESTAMP")
+
+
+# A record's partition or topic is not on the target: the remote topic was deleted under the flow
+# (librdkafka retries a topic missing from its metadata for topic.metadata.propagation.max.ms first).
+GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
 
 def kafka_error(exc: BaseException) -> Any:
@@ -66,6 +71,13 @@ def write_error(
         )
     if name in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"):
         return _id_or_group_denied(name, principal, source, target)
+    if name in GONE:
+        return RemoteTopicGoneError(
+            f"remote topic {target_topic!r} partition {partition} is gone from {target} (deleted while the flow "
+            f"copied {where} on {source} into it: {error.str() if hasattr(error, 'str') else error}). The run stops; "
+            f"the next run finds it gone and, as the flow's on_data_loss says, stops (fail) or creates it again and "
+            f"copies on from the committed progress (continue)"
+        )
     if name in FENCED:
         return ReplicationError(
             f"another writer took over this slot on {target} while copying {where} (transaction fenced); "

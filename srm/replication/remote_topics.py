@@ -11,12 +11,13 @@ and compacting a topic that should keep everything (or the reverse) would lose d
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from srm.config.model import Cluster, Flow
-from srm.errors import TopicConflictError
+from srm.errors import DataLossError, TopicConflictError
 from srm.internal_topics import capped_replication_factor
-from srm.replication.progress import read_flow_progress
+from srm.replication.progress import Progress, read_flow_progress
 from srm.topic_configs import configs_to_copy
 from srm.topics import (
     broker_count,
@@ -30,12 +31,26 @@ from srm.topics import (
 log = logging.getLogger(__name__)
 
 
+Key = tuple[str, int]
+# What is done about remote topics deleted after the flow copied into them (source partition ->
+# its committed progress): raise, or forget what the flow knew of them (their sync history) and
+# return, after which they are created again and the copy goes on from the committed progress.
+GoneHandler = Callable[[dict[Key, Progress]], None]
+
+
 class RemoteTopics:
-    def __init__(self, flow: Flow, target: Cluster, source_admin: Any, target_admin: Any) -> None:
+    """``gone``: what the flow's run does about remote topics deleted under it (see
+    :func:`deleted_error`); without one (the maintenance DAG), such a topic is left for the flow's
+    next run to decide about, not created again."""
+
+    def __init__(
+        self, flow: Flow, target: Cluster, source_admin: Any, target_admin: Any, gone: GoneHandler | None = None
+    ) -> None:
         self.flow = flow
         self.target = target
         self.source_admin = source_admin
         self.target_admin = target_admin
+        self.gone = gone
         self.known: dict[str, int] = {}  # remote topic -> partitions we know it has
         self.listed: set[str] | None = None  # remote topics srm-meta lists for the flow, read once per ensure()
 
@@ -47,9 +62,21 @@ class RemoteTopics:
         self.listed = None
         target_counts = partition_counts(self.target_admin, include_internal=True)
         existing = [(t, p) for t in todo for p in range(target_counts.get(self._remote(t), 0))]
-        ours = {
-            self._remote(topic) for topic, _ in read_flow_progress(self.target, self.flow, existing, self.target_admin)
-        }
+        missing = [(t, p) for t, n in todo.items() if self._remote(t) not in target_counts for p in range(n)]
+        progress = read_flow_progress(self.target, self.flow, existing + missing, self.target_admin)
+        ours = {self._remote(topic) for topic, _ in progress if self._remote(topic) in target_counts}
+        gone = {tp: progress[tp] for tp in missing if tp in progress}
+        if gone:
+            if self.gone is None:
+                names = sorted({self._remote(t) for t, _ in gone})
+                log.warning(
+                    "flow %s: remote topic(s) %s were deleted from %s after the flow copied into them; left for "
+                    "the flow's next run, which does what its on_data_loss says",
+                    *(self.flow.name, ", ".join(names), self.flow.target),
+                )
+                todo = {t: n for t, n in todo.items() if self._remote(t) not in names}
+            else:
+                self.gone(gone)
         for topic, partitions in todo.items():
             remote = self._remote(topic)
             found = target_counts.get(remote)
@@ -58,6 +85,10 @@ class RemoteTopics:
             else:
                 self._check(topic, remote, partitions, found, remote in ours)
             self.known[remote] = max(partitions, found or 0)
+
+    def forget(self, topic: str) -> None:
+        """The remote topic of ``topic`` is checked again at the next ensure() (it may have been deleted)."""
+        self.known.pop(self._remote(topic), None)
 
     def _listed(self) -> set[str]:
         from srm.maintenance.meta import listed_remote_topics
@@ -111,3 +142,23 @@ class RemoteTopics:
 
 def _policies(value: str | None) -> set[str]:
     return {p.strip() for p in (value or "delete").split(",")}
+
+
+def deleted_error(flow: Flow, gone: dict[Key, Progress]) -> DataLossError:
+    """Remote topics deleted after the flow copied into them, under ``on_data_loss: fail``."""
+    return DataLossError(
+        f"flow {flow.name} stopped (on_data_loss: fail): {describe_gone(flow, gone)} deleted from {flow.target} "
+        f"after the flow copied into them; what it copied there is lost on {flow.target}. Set on_data_loss: "
+        "continue for this flow to create them again and copy on from the committed progress (the records "
+        "before it are not copied again), or take these topics out of the flow"
+    )
+
+
+def describe_gone(flow: Flow, gone: dict[Key, Progress]) -> str:
+    """'remote topic 'a.t' (of 't', copied up to offset(s) [0] 120, [1] 80)' for each topic of ``gone``."""
+    described = []
+    for topic in sorted({t for t, _ in gone}):
+        offsets = ", ".join(f"[{p}] {gone[(t, p)].next_offset}" for t, p in sorted(gone) if t == topic)
+        remote = flow.policy.format_remote_topic(flow.source, topic)
+        described.append(f"remote topic {remote!r} (of {topic!r}, copied up to offset(s) {offsets})")
+    return "; ".join(described)

@@ -39,6 +39,7 @@ from srm.replication.job import CopyJob
 from srm.replication.journal import ProgressJournal
 from srm.replication.kafka_errors import (
     FENCED,
+    GONE,
     KNOWN_WRITE_ERRORS,
     REFINED,
     TRANSACTION_SAYS_MORE,
@@ -366,6 +367,8 @@ class TargetWriter:
             self.error = None
             if self.exactly_once and error.name() in (*PURGED, *TRANSACTION_SAYS_MORE):
                 error = self._failed_transaction() or error
+            if error.name() in GONE:  # no retry brings a deleted topic back
+                raise self._write_error(error, state, offset, size)
             if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
                 if not self.outage.ongoing:  # then once a minute, by the outage
                     log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())

@@ -18,7 +18,7 @@ import yaml
 
 from srm import clients
 from srm.config import SrmConfig, load_config
-from srm.errors import LastingFaultError, ReplicationError
+from srm.errors import DataLossError, LastingFaultError, ReplicationError
 from srm.local import LocalClusters
 from srm.sparkapp import start_replication
 from srm.topics import ensure_topic, list_offsets
@@ -205,3 +205,62 @@ def test_a_continuous_flow_told_to_wait_shows_waiting_for_its_frozen_target_then
         writer.stop()
         run.stop()
     assert exactly_once_sent(env, topic, sent, 2) == CLEAN
+
+
+def test_a_remote_topic_deleted_under_a_run_ends_it_then_the_flow_stops_or_goes_on_as_on_data_loss_says(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    import pyarrow.compute as pc
+
+    from srm.replication.progress import read_flow_progress
+    from srm.warehouse import DATA_LOSS, SYNC_HISTORY
+
+    topic = unique("gone")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    for start in range(0, 300_000, 50_000):
+        produce(env.west, topic, sequenced(2, 50_000, start=start, size=16))
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    target_admin = clients.admin_client(env.east)
+
+    run = Run(spark, env)
+    run.start()
+    wait_for(lambda: target_records(env, topic) > 10_000, 120, "copying")
+    for future in target_admin.delete_topics([remote]).values():
+        future.result(30)
+    deleted = time.monotonic()
+    run.join(180)
+    assert not run.is_alive(), "the run went on with its remote topic deleted"
+    assert run.ended - deleted < 90, f"failed {run.ended - deleted:.0f} s after the deletion"
+    assert isinstance(run.error, LastingFaultError), run.error
+    failure = str(run.error)
+    assert f"remote topic '{remote}' partition " in failure and f"is gone from {env.east.alias}" in failure, failure
+
+    # The next run finds it gone: with on_data_loss: fail (the default) the flow stops, saying what
+    # was lost where and what to do.
+    with pytest.raises(DataLossError) as stopped:
+        replicate(spark, env)
+    message = str(stopped.value)
+    assert f"remote topic '{remote}' (of '{topic}', copied up to offset(s) [0] " in message, message
+    assert f"deleted from {env.east.alias} after the flow copied into them" in message, message
+    assert "Set on_data_loss: continue for this flow to create them again" in message, message
+    for where, (state, reason) in shown_status(env).items():
+        assert state == "failed" and f"remote topic '{remote}'" in reason, (where, state, reason)
+    assert remote not in clients.admin_client(env.east).list_topics(timeout=10).topics, "created again under fail"
+
+    # With on_data_loss: continue it is created again and the copy goes on from the committed progress.
+    progress = read_flow_progress(env.east, env.flow(), [(topic, 0), (topic, 1)])
+    env.rewrite(on_data_loss="continue")
+    replicate(spark, env)
+    expected = {
+        p: [seq_of(r) for r in records][progress[(topic, p)].next_offset :]
+        for p, records in contents(env.west, topic).items()
+    }
+    assert sequence_report(contents(env.east, remote), expected) == CLEAN
+    lost = env.warehouse.read(DATA_LOSS, topic=topic)
+    assert {(r["partition"], r["end_offset"]) for r in lost} == {(p, progress[(topic, p)].next_offset) for p in (0, 1)}
+    assert all(f"when remote topic '{remote}' was deleted" in r["reason"] for r in lost), lost
+    # The sync history holds only runs into the new remote topic: translation never maps to the old one.
+    runs = env.warehouse.scan(SYNC_HISTORY, (pc.field("flow") == env.flow().name) & (pc.field("topic") == topic))
+    for row in runs.to_pylist():
+        assert row["source_first"] >= progress[(topic, row["partition"])].next_offset, row

@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError
 from pydantic import SecretStr
 
 from srm.config.model import Cluster
+from srm.errors import RemoteTopicGoneError
 from srm.local_security import BrokerSecurity
 from srm.replication.kafka_errors import read_error, write_error
 
@@ -85,3 +86,22 @@ def test_a_denied_read_names_the_source_principal_topic_and_operation() -> None:
         "not authorized to read topic 'orders' partition 1 at offset 7 on west: "
         "User:reader (clusters.west) needs READ on TOPIC 'orders'"
     )
+
+
+@pytest.mark.parametrize("code", [KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC])
+def test_a_remote_topic_gone_from_the_target_ends_the_run_saying_what_the_next_one_does(code: int) -> None:
+    west = Cluster(alias="west", bootstrap_servers="h:1")
+    east = Cluster(alias="east", bootstrap_servers="h:2")
+    where = {"target_topic": "west.orders", "partition": 3, "topic": "orders", "offset": 42, "size": 10}
+    error = write_error(KafkaError(code), target_cluster=east, source_cluster=west, remote_prefix="west.", **where)
+    assert isinstance(error, RemoteTopicGoneError)  # a lasting fault: Spark does not retry the task
+    message = str(error)
+    assert message.startswith("remote topic 'west.orders' partition 3 is gone from east (deleted while the flow ")
+    assert "copied topic 'orders' partition 3 offset 42 on west into it" in message
+    assert "stops (fail) or creates it again and copies on from the committed progress (continue)" in message
+
+
+def test_a_timestamp_the_target_refuses_names_the_topic_configs_that_do() -> None:
+    message = denied(KafkaError.INVALID_TIMESTAMP)
+    assert "message.timestamp.before.max.ms and message.timestamp.after.max.ms of 'west.orders'" in message
+    assert "take 'orders' out of the flow" in message
