@@ -61,3 +61,18 @@ def offline_config(folder: Path) -> Path:
     path = folder / "srm.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def spark_defaults(folder: Path, events: Path) -> Path:
+    """A SPARK_CONF_DIR as an operator's: event logs on. Event logs and broadcasts (the tasks' pickled
+    closures) uncompressed, so the test reads them as they are, not as zstd/lz4 frames."""
+    folder.mkdir()
+    events.mkdir()
+    settings = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": events.as_uri(),
+        "spark.broadcast.compress": "false",
+        "spark.eventLog.compress": "false",
+    }
+    (folder / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in settings.items()))
+    return folder

@@ -79,6 +79,7 @@ class Accounting:
         self._pacers: dict[tuple[str, int], SyncPacer] = {}
         self.totals = {"batches": 0, "records": 0, "bytes": 0}
         self._gone = 0  # version of the loss rows of deleted remote topics (Warehouse.append)
+        self._closed = False
 
     def use_clients(self, source: Cluster, target: Cluster, source_admin: Any, target_admin: Any) -> None:
         """Clients built from the clusters' new settings, taken up between two batches' accounting."""
@@ -138,6 +139,9 @@ class Accounting:
         """Wait until every batch's accounting is written, then ingest the history once more, so a
         batch whose ingest failed (and that no later batch retried) is in the warehouse when the
         run ends."""
+        if self._closed:  # a run that failed in its batch closes it there, then once more as it ends
+            return
+        self._closed = True
         pending, self._pending = self._pending, []
         pending.append(self._pool.submit(self._catch_up))
         _, late = futures.wait(pending, timeout=timeout_s)

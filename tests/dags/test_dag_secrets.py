@@ -23,7 +23,7 @@ from tests.airflow_api import PASSWORD, USER, ApiServer
 from tests.checkpointing import commit
 from tests.conftest import REFERENCE, SASL_PASSWORD, SASL_PASSWORD_ENV
 from tests.dags.test_dag_runs import Airflow, ok, run_dag
-from tests.helpers import produce, srm_control
+from tests.helpers import produce, spark_defaults, srm_control
 from tests.jobs import exactly_once
 from tests.replication import sequenced
 from tests.secured import SecuredCluster, secured_env
@@ -34,21 +34,6 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(not can_capture(), reason="capturing loopback traffic needs root or CAP_NET_RAW"),
 ]
-
-
-def spark_defaults(folder: Path, events: Path) -> Path:
-    """A SPARK_CONF_DIR as an operator's: event logs on. Event logs and broadcasts (the tasks' pickled
-    closures) uncompressed, so the test reads them as they are, not as zstd/lz4 frames."""
-    folder.mkdir()
-    events.mkdir()
-    settings = {
-        "spark.eventLog.enabled": "true",
-        "spark.eventLog.dir": events.as_uri(),
-        "spark.broadcast.compress": "false",
-        "spark.eventLog.compress": "false",
-    }
-    (folder / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in settings.items()))
-    return folder
 
 
 def commands(source: str, target: str, group: str) -> list[tuple[str, ...]]:

@@ -23,9 +23,10 @@ from srm.sparkapp import start_replication
 from srm.topics import ensure_topic
 from srm.warehouse import FLOW_STATES, METRICS, TASK_FAILURES
 from tests.conftest import REFERENCE, SASL_PASSWORD
+from tests.helpers import spark_defaults
 from tests.integration.test_least_privilege import grant, revoke
 from tests.integration.test_replicate_continuous import target_records, wait_for
-from tests.jobs import Writer, exactly_once
+from tests.jobs import Job, Writer, exactly_once
 from tests.replication import Env, replicate, shown_status
 from tests.secured import SecuredCluster, secured_env
 
@@ -118,10 +119,9 @@ def test_write_revoked_during_a_continuous_run_ends_it_naming_who_needs_what_and
 
 def test_a_password_rotated_under_a_running_flow_is_taken_up_without_a_restart_and_never_shown(
     secured: dict[str, SecuredCluster],
-    spark: Any,
     tmp_path: Path,
     unique: Callable[[str], str],
-    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     user, topic = unique("rotor"), unique("rot-orders")
     old, new = f"old-{uuid.uuid4().hex}", f"new-{uuid.uuid4().hex}"
@@ -139,10 +139,12 @@ def test_a_password_rotated_under_a_running_flow_is_taken_up_without_a_restart_a
     ensure_topic(clients.admin_client(source), topic, 2)
     writer = Writer(source, topic, 2, burst=PER_20_MS)
     writer.start()
-    caplog.set_level("INFO")
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    events = tmp_path / "events"
+    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_defaults(tmp_path / "spark-conf", events)))
+    # As Airflow's task runs it: srm-control run replicate, its log (driver and workers) the task log.
+    job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "task.log")
     try:
-        wait_for(lambda: target_records(env, topic) > 1000, 120, "copying")
+        wait_for(lambda: target_records(env, topic) > 1000, 180, "copying")
         flow_user(secured, user, new)  # rotated on both clusters...
         written = secret.with_suffix(".new")  # ...and in the secret, replaced whole as a vault agent does
         written.write_text(f"password = {new}\n")
@@ -156,15 +158,17 @@ def test_a_password_rotated_under_a_running_flow_is_taken_up_without_a_restart_a
             clients.check_reachable(stale, 10)
         copied = target_records(env, topic)
         resumed = wait_for(lambda: target_records(env, topic) > copied + 2000, 60, "copying after the rotation")
-        assert any("client settings of" in r.getMessage() for r in caplog.records), "the driver did not notice"
+        job.wait_for("the client settings of .* changed", 30)  # the driver noticed
         sent = writer.stop()
         wait_for(lambda: target_records(env, topic) >= sent, 120, "catching up")
     finally:
         writer.stop()
-        run.stop()
+        assert job.stop() == 0, job.text()[-3000:]
     assert resumed < 30, f"copying paused {resumed:.0f} s (leases of 10 s)"
     assert exactly_once(env, topic, sent, 2) == CLEAN
-    assert new not in caplog.text and old not in caplog.text
+    logs = {"task log": job.text()} | {f"event log {f}": f.read_text() for f in events.rglob("*") if f.is_file()}
+    assert len(logs) > 1, "no Spark event log was written"
     for table in (METRICS, FLOW_STATES, TASK_FAILURES):
-        rows = str(env.warehouse.read(table))
-        assert new not in rows and old not in rows, table
+        logs[table] = str(env.warehouse.read(table))
+    for where, text in logs.items():
+        assert new not in text and old not in text, where
