@@ -25,6 +25,13 @@ REFINED = (*KNOWN_WRITE_ERRORS, "INVALID_TIMESTAMP")
 GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
 
+def gone_error(error: Any) -> Any:
+    """``error`` if it says the topic is gone, else UNKNOWN_TOPIC_OR_PART (the target says so)."""
+    from confluent_kafka import KafkaError
+
+    return error if code_name(error) in GONE else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
 def kafka_error(exc: BaseException) -> Any:
     """The KafkaError a KafkaException carries (else the exception itself)."""
     return exc.args[0] if exc.args else exc

@@ -44,6 +44,7 @@ from srm.replication.kafka_errors import (
     REFINED,
     TRANSACTION_SAYS_MORE,
     code_name,
+    gone_error,
     kafka_error,
     transaction_error,
     write_error,
@@ -315,7 +316,16 @@ class TargetWriter:
             self.abort()
             raise
         except Exception as exc:
+            # A failed transaction refuses the progress records too ("Erroneous state"): say why it failed.
+            failed = (
+                self._failed_transaction() if self.exactly_once and code_name(kafka_error(exc)) == "_STATE" else None
+            )
             self.abort()
+            if failed is not None:
+                self._drop_producers()
+                raise transaction_error(
+                    failed, self.job.source, self.job.target, "committing a transaction", self.transaction_topics
+                ) from None
             raise self._api_error(exc, "committing a transaction") from None
         self._committed(dirty, pending)
         journal.restated = restarts
@@ -367,8 +377,8 @@ class TargetWriter:
             self.error = None
             if self.exactly_once and error.name() in (*PURGED, *TRANSACTION_SAYS_MORE):
                 error = self._failed_transaction() or error
-            if error.name() in GONE:  # no retry brings a deleted topic back
-                raise self._write_error(error, state, offset, size)
+            if error.name() in GONE or (error.name() in TRANSIENT and self._topic_gone(state.range.target_topic)):
+                raise self._write_error(gone_error(error), state, offset, size)  # no retry brings it back
             if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
                 if not self.outage.ongoing:  # then once a minute, by the outage
                     log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())
@@ -383,6 +393,17 @@ class TargetWriter:
                 f"{remaining} record(s) not acknowledged by {self.job.target.alias} within {FLUSH_TIMEOUT_S:.0f} s "
                 f"({self.job.target.describe()}): is the cluster reachable?"
             )
+
+    def _topic_gone(self, topic: str) -> bool:
+        """Whether the target answers that ``topic`` does not exist (a record of a deleted topic
+        may time out rather than fail with UNKNOWN_TOPIC_OR_PART)."""
+        from confluent_kafka import KafkaError
+
+        try:
+            found = self.target_consumer.list_topics(topic, timeout=5).topics.get(topic)
+        except Exception:  # the target does not answer: a transient fault
+            return False
+        return found is not None and found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
     def _failed_transaction(self) -> Any:
         """Why the transaction failed when librdkafka purged its records (or reported less than
