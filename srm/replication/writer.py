@@ -65,6 +65,7 @@ CHUNK_MAX_RECORDS = 200_000
 CHUNK_MAX_BYTES = 128 * 1024 * 1024
 CHUNK_MAX_SECONDS = 10.0
 FLUSH_TIMEOUT_S = 120.0
+FLUSH_SLICE_S = 1.0  # a flush that waits longer looks whether the transaction failed meanwhile
 TXN_TIMEOUT_S = 60.0
 RETRY_PAUSE_S = 0.2  # between two attempts of a transaction call that failed with a retriable error
 # Delivery failures that a later attempt can get past (the target's broker was down or a leader
@@ -371,7 +372,7 @@ class TargetWriter:
         self.chunk_started = time.monotonic()
 
     def _flush(self) -> None:
-        remaining = self.producer.flush(FLUSH_TIMEOUT_S)
+        remaining = self._delivered_all()
         if self.error is not None:
             error, state, offset, size = self.error
             self.error = None
@@ -393,6 +394,38 @@ class TargetWriter:
                 f"{remaining} record(s) not acknowledged by {self.job.target.alias} within {FLUSH_TIMEOUT_S:.0f} s "
                 f"({self.job.target.describe()}): is the cluster reachable?"
             )
+
+    def _delivered_all(self) -> int:
+        """Wait up to FLUSH_TIMEOUT_S for the delivery reports of every record; how many are missing.
+
+        A transaction that failed meanwhile (an abortable error: the target refused to add a
+        partition to it, e.g. TOPIC_AUTHORIZATION_FAILED) never sends the records still queued for
+        the partitions it had not added yet: they would wait out their delivery time-out. Once it
+        has failed they are purged, so their reports, and the failure, come at once."""
+        deadline = time.monotonic() + FLUSH_TIMEOUT_S
+        purged = False
+        while True:
+            remaining = self.producer.flush(min(FLUSH_SLICE_S, max(0.0, deadline - time.monotonic())))
+            if not remaining or time.monotonic() >= deadline:
+                return int(remaining)
+            if not purged and self._transaction_failed():
+                self.producer.purge(in_queue=True, in_flight=False, blocking=False)
+                purged = True
+
+    def _transaction_failed(self) -> bool:
+        """Is the open transaction in an abortable (or fatal) error state? Asked the way
+        _failed_transaction does: begin_transaction only fails inside a transaction, with the
+        transaction's own error when it has one, a state error when it is healthy."""
+        from confluent_kafka import KafkaException
+
+        if not (self.exactly_once and self.in_transaction):
+            return False
+        try:
+            self.producer.begin_transaction()
+        except KafkaException as exc:
+            error = kafka_error(exc)
+            return bool(error.txn_requires_abort() or error.fatal())
+        return False  # the producer was outside a transaction after all: it is in one now, as the writer thinks
 
     def _topic_gone(self, topic: str) -> bool:
         """Whether the target answers that ``topic`` does not exist (a record of a deleted topic

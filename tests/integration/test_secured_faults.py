@@ -100,7 +100,7 @@ def test_write_revoked_during_a_continuous_run_ends_it_naming_who_needs_what_and
         wait_for(lambda: target_records(env, topic) > 1000, 120, "copying")
         revoke(target, [write_on_remote_topics(env, principal, AclBindingFilter)])
         revoked = time.monotonic()
-        waiter.join(FLUSH_TIMEOUT_S + 120)
+        waiter.join(FLUSH_TIMEOUT_S)
         failed_after = time.monotonic() - revoked
     finally:
         sent = writer.stop()
@@ -109,9 +109,10 @@ def test_write_revoked_during_a_continuous_run_ends_it_naming_who_needs_what_and
     assert ended and ended[0] is not None, "the run went on without WRITE on its remote topics"
     message = str(ended[0])
     assert "not authorized to write" in message and f"{principal} (clusters.{env.flow().target}) needs WRITE" in message
-    # Spark tries the task 4 times; an attempt whose producer refuses records waits for their
-    # delivery reports up to the writer's flush bound (seen once: 129 s; usually 20-30 s).
-    assert failed_after < FLUSH_TIMEOUT_S + 60, f"failed {failed_after:.0f} s after the revocation"
+    # Spark tries the task 4 times, each ending as its first transaction is refused: the records
+    # queued behind a partition the target would not add are purged, not waited for (up to
+    # FLUSH_TIMEOUT_S each, before).
+    assert failed_after < 60, f"failed {failed_after:.0f} s after the revocation"
     for where, (state, reason) in shown_status(env).items():
         assert state == "failed" and "not authorized to write" in reason, (where, state, reason)
 

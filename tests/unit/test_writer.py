@@ -63,6 +63,10 @@ class FakeProducer:
         self.aborted = 0
         self.fail_delivery: dict[str, KafkaError] = {}  # topic -> error of its records
         self.fail_commit: KafkaException | None = None
+        # A transaction that failed with an abortable error before it added the partition of its
+        # queued records: they wait (for their delivery time-out) until purged.
+        self.failed: KafkaError | None = None
+        self.purged = 0
 
     def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = 0, **kw: Any) -> None:
         where = (topic, partition)
@@ -72,6 +76,8 @@ class FakeProducer:
         self.pending.append((kw.get("on_delivery") or self.delivered, message))
 
     def flush(self, timeout: float = 0) -> int:
+        if self.failed is not None:
+            return len(self.pending)
         pending, self.pending = self.pending, []
         for callback, message in pending:
             callback(self.fail_delivery.get(message.topic()), message)
@@ -80,7 +86,15 @@ class FakeProducer:
     def poll(self, timeout: float = 0) -> int:
         return 0
 
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        pending, self.pending = self.pending, []
+        self.purged += len(pending)
+        for callback, message in pending:
+            callback(KafkaError(KafkaError._PURGE_QUEUE), message)
+
     def begin_transaction(self) -> None:
+        if self.failed is not None:
+            raise KafkaException(self.failed)
         self.open = []
 
     def commit_transaction(self, timeout: float = 0) -> None:
@@ -222,6 +236,25 @@ def test_a_record_that_is_not_delivered_aborts_the_transaction_and_nothing_becom
     assert [m.value() for m in visible(cache) if m.topic() == REMOTE] == [b"v0", b"v1"]
     assert history_runs(cache) == [((0, 3, 2),)]  # after the aborted transaction's 2 records and marker
     assert writer.usable
+
+
+def test_records_a_failed_transaction_never_sends_are_purged_and_the_refusal_named_at_once() -> None:
+    from srm.errors import ReplicationError
+
+    cache, copy_job = FakeCache(), job(continuous=True)
+    writer = TargetWriter(copy_job, cache)  # type: ignore[arg-type]
+    state = partition_state(copy_job)
+    writer.track([state])
+    copy(writer, state, [0, 1, 2])
+    # the target refused to add the remote partition to the transaction: its records stay queued
+    refused = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed", txn_requires_abort=True)
+    writer.producer.failed = refused
+    named = r"not authorized to write topic 'a\.t' on b .*needs WRITE on TOPIC 'a\.t'"
+    with pytest.raises(ReplicationError, match=named):
+        writer.commit([state])
+    # the 3 records and the progress records queued behind them: purged, not waited for up to FLUSH_TIMEOUT_S
+    assert writer.producer.purged == 5
+    assert visible(cache) == [] and state.committed == 0
 
 
 def test_a_fenced_writer_drops_its_producers_and_says_a_newer_writer_took_over() -> None:
