@@ -94,6 +94,11 @@ PRODUCER_SETTINGS = {
 }
 
 
+def _rank(error: Any, size: int) -> tuple[bool, int]:
+    """Which failed record names the failure: one the target refused, the largest first."""
+    return code_name(error) not in PURGED, size
+
+
 def delivery_timeout_ms(retry_timeout_ms: int) -> int:
     """librdkafka's message.timeout.ms for a flow: a record that is not acknowledged within the
     flow's errors.retry.timeout fails its transaction then, not after the transaction time-out
@@ -249,11 +254,11 @@ class TargetWriter:
 
     def _undelivered(self, state: PartitionState, error: Any, message: Any) -> None:
         # A broker rejects a whole batch of records at once: name the largest one, which for
-        # "record too large" is the culprit.
+        # "record too large" is the culprit; records purged after the failure never name it.
         source_offset = state.produced[len(state.acked)] if len(state.acked) < len(state.produced) else -1
         state.acked.append(-1)  # keeps acked[i] aligned with produced[i]; the commit fails
         size = len(message.value() or b"")
-        if self.error is None or size > self.error[3]:
+        if self.error is None or _rank(error, size) > _rank(self.error[0], self.error[3]):
             self.error = (error, state, source_offset, size)
 
     def chunk_full(self) -> bool:
