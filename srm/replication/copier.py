@@ -28,6 +28,7 @@ from typing import Any
 from srm import clients
 from srm.errors import LastingFaultError, ReplicationError
 from srm.replication.clientcache import CACHE, ClientCache
+from srm.replication.deliveries import TransactionAborted
 from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult, fault_payload
 from srm.replication.kafka_errors import is_fatal, read_error
 from srm.replication.losses import retention_loss, starting_point
@@ -36,7 +37,7 @@ from srm.replication.partition_state import PartitionState
 from srm.replication.progress import progress_group, read_progress
 from srm.replication.provenance import Provenance
 from srm.replication.source_reader import SourceReader
-from srm.replication.writer import TargetWriter, TransactionAborted
+from srm.replication.writer import TargetWriter
 
 log = logging.getLogger(__name__)
 

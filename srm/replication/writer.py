@@ -13,8 +13,9 @@ after the records are acknowledged: a crash between the two copies the records a
 (at-least-once).
 
 The writer orchestrates a transaction; its parts are separate: the slot's producers
-(:mod:`.producers`), the history records (:mod:`.history_records`) and the progress journal's
-decisions (:mod:`.journal`).
+(:mod:`.producers`), the history records (:mod:`.history_records`), the progress journal's
+decisions (:mod:`.journal`) and the records' delivery reports with what a failure among them
+means (:mod:`.deliveries`).
 
 Failures of a transaction call follow librdkafka's classes: a retriable error repeats the call
 (the target's leader or coordinator moved, the broker restarts); an abortable one aborts the
@@ -34,20 +35,16 @@ from srm import clients
 from srm.errors import ReplicationError, SrmError
 from srm.records import ProgressRecord
 from srm.replication.clientcache import ClientCache
+from srm.replication.deliveries import Deliveries, TransactionAborted, failed_transaction
 from srm.replication.history_records import HistoryRecords
 from srm.replication.job import CopyJob
 from srm.replication.journal import ProgressJournal
 from srm.replication.kafka_errors import (
     FENCED,
-    GONE,
     KNOWN_WRITE_ERRORS,
-    REFINED,
-    TRANSACTION_SAYS_MORE,
     code_name,
-    gone_error,
     kafka_error,
     transaction_error,
-    write_error,
 )
 from srm.replication.outage import Outage, slot_outage
 from srm.replication.partition_state import PartitionState
@@ -64,25 +61,8 @@ T = TypeVar("T")
 CHUNK_MAX_RECORDS = 200_000
 CHUNK_MAX_BYTES = 128 * 1024 * 1024
 CHUNK_MAX_SECONDS = 10.0
-FLUSH_TIMEOUT_S = 120.0
-FLUSH_SLICE_S = 1.0  # a flush that waits longer looks whether the transaction failed meanwhile
 TXN_TIMEOUT_S = 60.0
 RETRY_PAUSE_S = 0.2  # between two attempts of a transaction call that failed with a retriable error
-# Delivery failures that a later attempt can get past (the target's broker was down or a leader
-# moved for longer than librdkafka retried): the transaction is aborted and copied again.
-# Records librdkafka dropped from its queue: after an abortable transaction error, or on close.
-PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")
-TRANSIENT = (
-    "_MSG_TIMED_OUT",
-    "_TIMED_OUT",
-    "REQUEST_TIMED_OUT",
-    "_TRANSPORT",
-    "NOT_ENOUGH_REPLICAS",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-    "LEADER_NOT_AVAILABLE",
-    "NOT_LEADER_FOR_PARTITION",  # librdkafka's name of Kafka's NOT_LEADER_OR_FOLLOWER
-    *PURGED,
-)
 PRODUCER_SETTINGS = {
     "linger.ms": 5,
     "batch.size": 1_000_000,
@@ -94,26 +74,12 @@ PRODUCER_SETTINGS = {
 }
 
 
-def _rank(error: Any, size: int) -> tuple[bool, int]:
-    """Which failed record names the failure: one the target refused, the largest first."""
-    return code_name(error) not in PURGED, size
-
-
 def delivery_timeout_ms(retry_timeout_ms: int) -> int:
     """librdkafka's message.timeout.ms for a flow: a record that is not acknowledged within the
     flow's errors.retry.timeout fails its transaction then, not after the transaction time-out
     (librdkafka caps it there); between 5 s and PRODUCER_SETTINGS' transaction.timeout.ms."""
     cap = int(PRODUCER_SETTINGS["transaction.timeout.ms"])
     return cap if retry_timeout_ms < 0 else max(5_000, min(cap, retry_timeout_ms))
-
-
-class TransactionAborted(Exception):
-    """The open transaction was aborted after an abortable error: rewind to the committed progress.
-    ``waited_s``: how long what failed had been waiting (a record's delivery time-out)."""
-
-    def __init__(self, cause: str, waited_s: float = 0.0) -> None:
-        super().__init__(cause)
-        self.waited_s = waited_s
 
 
 class TargetWriter:
@@ -144,7 +110,9 @@ class TargetWriter:
         self.chunk_started = 0.0
         self.commits = 0
         self.usable = True  # False once the producer was dropped: the copier builds a new writer
-        self.error: tuple[Any, PartitionState, int, int] | None = None
+        self.deliveries = Deliveries(
+            lambda: self.job, self.outage, self.delivery_timeout_ms, self.target_consumer, lambda: self._slot
+        )
 
     @property
     def job(self) -> CopyJob:
@@ -222,7 +190,9 @@ class TargetWriter:
             # a delivery report, received already or still to come; _flush collects it and raises
             # it instead. (Never after a fatal error: fenced.)
             self._flush()
-        raise self._record_error(exc, state, message.offset(), len(value) if value else 0) from None
+        raise self.deliveries.write_error(
+            kafka_error(exc), state, message.offset(), len(value) if value else 0
+        ) from None
 
     def produced(self, records: int, size: int) -> None:
         """The copy loop produced ``records`` more records of ``size`` bytes of values in all."""
@@ -238,7 +208,7 @@ class TargetWriter:
             if error is None:
                 acked.append(message.offset())
             else:
-                self._undelivered(state, error, message)
+                self.deliveries.undelivered(state, error, message)
 
         return delivered
 
@@ -251,15 +221,6 @@ class TargetWriter:
                 "%s: history topic %s starts again at offset %d (it was recreated); progress records follow",
                 *(self._slot, self.job.history_topic, message.offset()),
             )
-
-    def _undelivered(self, state: PartitionState, error: Any, message: Any) -> None:
-        # A broker rejects a whole batch of records at once: name the largest one, which for
-        # "record too large" is the culprit; records purged after the failure never name it.
-        source_offset = state.produced[len(state.acked)] if len(state.acked) < len(state.produced) else -1
-        state.acked.append(-1)  # keeps acked[i] aligned with produced[i]; the commit fails
-        size = len(message.value() or b"")
-        if self.error is None or _rank(error, size) > _rank(self.error[0], self.error[3]):
-            self.error = (error, state, source_offset, size)
 
     def chunk_full(self) -> bool:
         """Available-now: the open transaction reached one of its bounds."""
@@ -324,7 +285,9 @@ class TargetWriter:
         except Exception as exc:
             # A failed transaction refuses the progress records too ("Erroneous state"): say why it failed.
             failed = (
-                self._failed_transaction() if self.exactly_once and code_name(kafka_error(exc)) == "_STATE" else None
+                failed_transaction(self.producer)
+                if self.exactly_once and code_name(kafka_error(exc)) == "_STATE"
+                else None
             )
             self.abort()
             if failed is not None:
@@ -377,90 +340,7 @@ class TargetWriter:
         self.chunk_started = time.monotonic()
 
     def _flush(self) -> None:
-        remaining = self._delivered_all()
-        if self.error is not None:
-            error, state, offset, size = self.error
-            self.error = None
-            if self.exactly_once and error.name() in (*PURGED, *TRANSACTION_SAYS_MORE):
-                error = self._failed_transaction() or error
-            if error.name() in GONE or (error.name() in TRANSIENT and self._topic_gone(state.range.target_topic)):
-                raise self._write_error(gone_error(error), state, offset, size)  # no retry brings it back
-            if error.name() in TRANSIENT or (error.retriable() and error.name() not in KNOWN_WRITE_ERRORS):
-                if not self.outage.ongoing:  # then once a minute, by the outage
-                    log.warning("%s: a record was not written (%s); aborting the transaction", self._slot, error.str())
-                # A record that timed out waited its whole delivery time-out for the target.
-                timed_out = error.name() in ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT")
-                waited = self.delivery_timeout_ms / 1000 if timed_out else 0.0
-                self.outage.began(error.str(), waited)  # the abort that follows waits no longer than the bound
-                raise TransactionAborted(error.str(), waited)
-            raise self._write_error(error, state, offset, size)
-        if remaining:
-            raise ReplicationError(
-                f"{remaining} record(s) not acknowledged by {self.job.target.alias} within {FLUSH_TIMEOUT_S:.0f} s "
-                f"({self.job.target.describe()}): is the cluster reachable?"
-            )
-
-    def _delivered_all(self) -> int:
-        """Wait up to FLUSH_TIMEOUT_S for the delivery reports of every record; how many are missing.
-
-        A transaction that failed meanwhile (an abortable error: the target refused to add a
-        partition to it, e.g. TOPIC_AUTHORIZATION_FAILED) never sends the records still queued for
-        the partitions it had not added yet: they would wait out their delivery time-out. Once it
-        has failed they are purged, so their reports, and the failure, come at once."""
-        deadline = time.monotonic() + FLUSH_TIMEOUT_S
-        purged = False
-        while True:
-            remaining = self.producer.flush(min(FLUSH_SLICE_S, max(0.0, deadline - time.monotonic())))
-            if not remaining or time.monotonic() >= deadline:
-                return int(remaining)
-            if not purged and self._transaction_failed():
-                self.producer.purge(in_queue=True, in_flight=False, blocking=False)
-                purged = True
-
-    def _transaction_failed(self) -> bool:
-        """Is the open transaction in an abortable (or fatal) error state? Asked the way
-        _failed_transaction does: begin_transaction only fails inside a transaction, with the
-        transaction's own error when it has one, a state error when it is healthy."""
-        from confluent_kafka import KafkaException
-
-        if not (self.exactly_once and self.in_transaction):
-            return False
-        try:
-            self.producer.begin_transaction()
-        except KafkaException as exc:
-            error = kafka_error(exc)
-            return bool(error.txn_requires_abort() or error.fatal())
-        return False  # the producer was outside a transaction after all: it is in one now, as the writer thinks
-
-    def _topic_gone(self, topic: str) -> bool:
-        """Whether the target answers that ``topic`` does not exist (a record of a deleted topic
-        may time out rather than fail with UNKNOWN_TOPIC_OR_PART)."""
-        from confluent_kafka import KafkaError
-
-        try:
-            found = self.target_consumer.list_topics(topic, timeout=5).topics.get(topic)
-        except Exception:  # the target does not answer: a transient fault
-            return False
-        return found is not None and found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-
-    def _failed_transaction(self) -> Any:
-        """Why the transaction failed when librdkafka purged its records (or reported less than
-        the transaction knows, TRANSACTION_SAYS_MORE), or None.
-
-        An abortable transaction error (a partition that could not be added to the transaction, e.g.
-        TOPIC_AUTHORIZATION_FAILED) purges the queued records and is reported only by the next
-        transactional call. begin_transaction is the one without side effects: outside the ready
-        state it only fails, with the transaction's error when it has one (else a state error).
-        """
-        from confluent_kafka import KafkaException
-
-        try:
-            self.producer.begin_transaction()
-        except KafkaException as exc:
-            cause = kafka_error(exc)
-            return cause if code_name(cause) in REFINED else None
-        self.in_transaction = True  # cannot happen in a transaction; if it did, the new one is aborted next
-        return None
+        self.deliveries.flush(self.producer, self.in_transaction)
 
     def _progress(self, state: PartitionState, history_from: int = -1) -> None:
         """The progress record of ``state``: journaled from ``history_from`` when that is >= 0."""
@@ -543,22 +423,6 @@ class TargetWriter:
             raise
 
     # --- errors ------------------------------------------------------------------------------
-    def _write_error(self, error: Any, state: PartitionState, offset: int, size: int) -> ReplicationError:
-        return write_error(
-            error,
-            target_cluster=self.job.target,
-            target_topic=state.range.target_topic,
-            partition=state.range.partition,
-            source_cluster=self.job.source,
-            topic=state.range.topic,
-            offset=offset,
-            size=size,
-            remote_prefix=self.job.flow.policy.format_remote_topic(self.job.source.alias, ""),
-        )
-
-    def _record_error(self, exc: Exception, state: PartitionState, offset: int, size: int) -> ReplicationError:
-        return self._write_error(kafka_error(exc), state, offset, size)
-
     @property
     def transaction_topics(self) -> list[str]:
         """The target topics this writer copies into, and the flow's history and progress topics."""

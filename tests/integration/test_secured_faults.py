@@ -19,7 +19,7 @@ from srm import clients
 from srm.acls import acl_bindings, flow_grants
 from srm.config.model import Cluster
 from srm.errors import ClusterUnreachableError
-from srm.replication.writer import FLUSH_TIMEOUT_S
+from srm.replication.deliveries import FLUSH_TIMEOUT_S
 from srm.sparkapp import start_replication
 from srm.topics import ensure_topic
 from srm.warehouse import FLOW_STATES, METRICS, TASK_FAILURES

@@ -274,7 +274,7 @@ def test_a_target_that_times_out_every_delivery_ends_the_copy_at_the_bound_with_
 def test_a_transaction_that_fails_while_records_are_produced_is_aborted_counted_and_read_again(
     no_broker: dict[str, Any],
 ) -> None:
-    from srm.replication.writer import TransactionAborted
+    from srm.replication.deliveries import TransactionAborted
 
     no_broker["progress"] = {KEY: Progress(2, "id-1")}
     consumer = FakeConsumer([0, 1, 2, 3, 4], end=5)

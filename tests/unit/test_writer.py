@@ -13,10 +13,11 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from srm.records import OffsetRunsRecord, ProgressRecord, is_opener
+from srm.replication.deliveries import TransactionAborted
 from srm.replication.job import OPEN_END, CopyJob, CopyRange, Lease, PartitionResult
 from srm.replication.partition_state import PartitionState
 from srm.replication.producers import RoutedProducer, Router
-from srm.replication.writer import ProducerFencedError, TargetWriter, TransactionAborted
+from srm.replication.writer import ProducerFencedError, TargetWriter
 from tests.unit.test_ownership import flow
 
 HISTORY, PROGRESS, REMOTE = "srm-offset-syncs.a.internal", "srm-offsets.a.internal", "a.t"
