@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 FREEZE_S = 60.0
+TASKS_HELD_S = 180.0  # a tasks.max fault's scale-out lasts this long (several leases)
 KINDS = (
     "kill_worker",
     "add_topic",
@@ -61,7 +62,6 @@ class Faults:
         self.soak = soak
         self.topics_added = 0
         self.denied = False
-        self.tasks_now = soak.options.tasks
 
     def apply(self, kind: str) -> str:
         action: Callable[[], str] = getattr(self, kind)
@@ -142,9 +142,19 @@ class Faults:
         return f"srm-control topics {option} soak-never-.*"
 
     def tasks_max(self) -> str:
-        """tasks.max changed in the flow's YAML (the running job reloads it)."""
-        self.tasks_now = 3 if self.tasks_now != 3 else self.soak.options.tasks
+        """tasks.max raised by one in the flow's YAML (the running job reloads it), and put back
+        TASKS_HELD_S later: the flow scales out and in again. The run's steady state stays the
+        same (a lasting change would make a new one: each slot's transactions touch its partitions,
+        so the history's runs per partition and hour follow the number of slots)."""
+        usual = self.soak.options.tasks
+        self._set_tasks(usual + 1)
+        try:
+            self.soak.stopping.wait(TASKS_HELD_S)
+        finally:
+            self._set_tasks(usual)
+        return f"tasks.max {usual + 1} for {TASKS_HELD_S:.0f} s, then {usual} again"
+
+    def _set_tasks(self, tasks: int) -> None:
         data = yaml.safe_load(self.soak.config_path.read_text())
-        data["flows"][0]["tasks.max"] = self.tasks_now
+        data["flows"][0]["tasks.max"] = tasks
         self.soak.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
-        return f"tasks.max: {self.tasks_now}"

@@ -124,14 +124,23 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
                 )
             )
     settled = o["retention_minutes"] + o["prune_s"] / 60 + WINDOW_MIN  # retention applied and pruned
+    per_partition = all(s.get("source_partitions") for s in samples)
     for name in ("history_topic_mb", "history_table_mb", "history_rows"):
-        fit = slope_per_hour(series(samples, name, after=settled))
+        # Every partition has its own runs: the faults that add partitions add history, as much per
+        # partition as the others hold. Judged per source partition when the samples say how many.
+        points = [
+            (m, v / s["source_partitions"] if per_partition else v)
+            for s in samples
+            for m, v in series([s], name, after=settled)
+        ]
+        fit = slope_per_hour(points)
         if fit is not None:
             slope, mean = fit
             percent = 100 * slope / mean if mean else 0.0
             out.append(
                 (
-                    f"{SERIES[name][0]}: stops growing once retention applies (after minute {settled:.0f})",
+                    f"{SERIES[name][0]}{' per source partition' if per_partition else ''}: stops growing once "
+                    f"retention applies (after minute {settled:.0f})",
                     f"{percent:+.1f}% per hour",
                     percent <= RSS_PERCENT_PER_HOUR,  # shrinking is fine
                 )

@@ -251,6 +251,7 @@ class Soak:
             p99_ms=p99,
             records=len(values),
             job_processes=job_processes,
+            source_partitions=sum(self.topics.values()),
         )
 
     # --- background schedules -----------------------------------------------------------------

@@ -46,6 +46,7 @@ class Sample:
     p99_ms: float | None
     records: int  # arrivals over the minute
     job_processes: list[tuple[str, float]]  # (what, PSS MiB) of each process of the job's tree
+    source_partitions: int | None = None  # of the load's topics (faults add some)
 
     def row(self) -> dict[str, Any]:
         return asdict(self)

@@ -116,3 +116,15 @@ def test_the_soak_reads_groups_positions_and_seconds_from_the_pass_summary_as_th
     found = PASS_LINE.search(summary)
     assert found is not None, summary
     assert (int(found[1]), int(found[2]) + int(found[3]), float(found[4])) == (200, 13_600, 19.0)
+
+
+def test_history_that_grows_with_the_partitions_added_is_told_apart_from_history_that_grows_with_time() -> None:
+    rows = "history table rows of the flow per source partition: stops growing once retention applies (after minute 45)"
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    for sample in r["samples"]:  # 64 -> 76 partitions over the run, the same rows per partition
+        sample["source_partitions"] = 64 + int(sample["minute"] // 10)
+        sample["history_rows"] = 15_000 * sample["source_partitions"]
+    assert verdicts(r)[rows]
+    for sample in r["samples"]:  # the same partitions, rows that keep coming
+        sample["history_rows"] = 15_000 * sample["source_partitions"] * (1 + sample["minute"] / 120)
+    assert not verdicts(r)[rows]
