@@ -33,6 +33,7 @@ from srm import clients
 from srm.errors import InvariantError, LastingFaultError, SrmError
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
 from srm.replication.job import CopyJob, Lease, PartitionResult, fault_payload
+from srm.replication.outage import trim_heap
 from srm.replication.ownership import STOPPED, OwnerTail, latest_ownership, taken_over
 from srm.replication.writer import ProducerFencedError
 
@@ -173,6 +174,10 @@ class ResidentCopier(threading.Thread):
             self._take.append(results)
         self._take_asked.clear()
         self._taken.set()
+        # What a burst held (an outage's records in flight, a catch-up's large transactions) was
+        # freed by now, though glibc keeps the pages: give them back once a lease (microseconds;
+        # the outage's own trim at its first commit comes before the catch-up's transactions).
+        trim_heap()
 
     def _apply_renewal(self) -> None:
         if self.loop is None:
