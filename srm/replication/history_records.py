@@ -47,8 +47,7 @@ class HistoryRecords:
         transaction commits)."""
         if state.acked:
             state.tracker.extend(state.produced, state.acked)
-            state.produced.clear()
-            state.acked.clear()
+            state.forget_acknowledged()
         runs = state.tracker.finish()
         # Interleaved skips (provenance) or gaps can make many runs: split into records far below 1 MB.
         for record in OffsetRunsRecord.batches(

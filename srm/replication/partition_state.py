@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 from srm.replication.job import OPEN_END, CopyRange, PartitionResult
 from srm.replication.runs import RunTracker
+
+
+def int64s() -> array[int]:
+    """A growing sequence of 64-bit integers in one buffer: 8 bytes a record, where a list holds a
+    pointer and a 32-byte int object per record. A transaction's records wait here for their
+    acknowledgements, up to ~200,000 of them in flight during an outage (librdkafka's queue):
+    5 MB where lists took ~26 MB, which stayed in the worker's heap after the outage."""
+    return array("q")
 
 
 @dataclass(eq=False)  # identity: the copy loop keys dicts by state
@@ -24,9 +33,9 @@ class PartitionState:
     # CreateTimes (of those that have one) and the target offsets acknowledged so far (a
     # transactional/idempotent producer acknowledges one partition's records in order, so
     # acked[i] belongs to produced[i]).
-    produced: list[int] = field(default_factory=list)
-    stamps: list[int] = field(default_factory=list)
-    acked: list[int] = field(default_factory=list)
+    produced: array[int] = field(default_factory=int64s)
+    stamps: array[int] = field(default_factory=int64s)
+    acked: array[int] = field(default_factory=int64s)
     saved: tuple[int, int] = (0, 0)  # result.records and result.bytes at the last commit
     # The partition's latest progress record on the target is journaled (its history may hold a
     # later position, srm.replication.progress), written at monotonic time progress_at.
@@ -75,13 +84,20 @@ class PartitionState:
         self.committed_at = at
         self.saved = (self.result.records, self.result.bytes)
 
+    def forget_acknowledged(self) -> None:
+        """The produced records and their acknowledgements are accounted for (or aborted)."""
+        del self.produced[:]  # an array has no clear(); this frees its buffer
+        del self.acked[:]
+
+    def forget_stamps(self) -> None:
+        del self.stamps[:]
+
     def rewind(self) -> int:
         """Forget what was produced since the last commit (its transaction was aborted); returns
         the offset to read from again."""
         self.next_offset = self.committed if self.committed is not None else self.origin
-        self.produced.clear()
-        self.stamps.clear()
-        self.acked.clear()
+        self.forget_acknowledged()
+        self.forget_stamps()
         self.result.records, self.result.bytes = self.saved
         self.done = False
         return self.next_offset

@@ -14,6 +14,7 @@ translation uses the runs, MM2 tooling reading that topic sees what MM2 would ha
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
 
@@ -58,7 +59,7 @@ class RunTracker:
         self._first = self._last = (source_offset, target_offset)
         self._length = 1
 
-    def extend(self, sources: list[int], targets: list[int]) -> None:
+    def extend(self, sources: Sequence[int], targets: Sequence[int]) -> None:
         """``add`` for aligned lists of pairs, in O(runs x log n) Python steps instead of O(n): a
         slice whose first and last pairs are as far apart as its length on both sides is a
         run, because both sides strictly increase (checked at C speed)."""

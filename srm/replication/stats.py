@@ -8,6 +8,7 @@ sixth of a task's time at 100-byte records (bench/REPORT.md, "Profile").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Enough values for a stable p99 (the 1% above it are 20-40 values) while the memory per partition
@@ -30,7 +31,7 @@ class LatencyStats:
     _sample: list[float] = field(default_factory=list, repr=False)
     _stride: int = field(default=1, repr=False)
 
-    def add_ages(self, now_ms: float, timestamps_ms: list[int]) -> None:
+    def add_ages(self, now_ms: float, timestamps_ms: Sequence[int]) -> None:
         """Add ``now_ms - t`` for every timestamp ``t`` (a batch of records seen at ``now_ms``)."""
         n = len(timestamps_ms)
         if not n:

@@ -320,7 +320,7 @@ class TargetWriter:
             state.committed_now(now)
             result.transactions += 1
             result.latency.add_ages(visible_ms, state.stamps)
-            state.stamps.clear()
+            state.forget_stamps()
         self.chunk_records = self.chunk_bytes = 0
         if dirty:  # records reached the target (a commit of progress alone may pass where records fail)
             self.outage.recovered()

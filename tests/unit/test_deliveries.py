@@ -75,7 +75,7 @@ def test_a_record_the_target_refused_names_the_failure_not_a_larger_one_purged_a
         found.flush(Producer(), in_transaction=True)
     message = str(raised.value)
     assert f"'{REMOTE}'" in message and "offset 12" in message and "2000" in message, message
-    assert state.acked == [-1, -1, -1], "the commit fails: no record counts as delivered"
+    assert list(state.acked) == [-1, -1, -1], "the commit fails: no record counts as delivered"
 
 
 def test_a_timed_out_record_aborts_the_transaction_and_counts_its_delivery_time_out_against_the_bound() -> None:
