@@ -129,9 +129,9 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
         # Every partition has its own runs: the faults that add partitions add history, as much per
         # partition as the others hold. Judged per source partition when the samples say how many.
         points = [
-            (m, v / s["source_partitions"] if per_partition else v)
+            (s["minute"], s[name] / s["source_partitions"] if per_partition else float(s[name]))
             for s in samples
-            for m, v in series([s], name, after=settled)
+            if s["minute"] >= settled and s.get(name) is not None
         ]
         fit = slope_per_hour(points)
         if fit is not None:

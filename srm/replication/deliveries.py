@@ -70,8 +70,8 @@ def rank(error: Any, size: int) -> tuple[bool, int]:
     return code_name(error) not in PURGED, size
 
 
-def transaction_failed(producer: Any) -> bool:
-    """Is the producer's open transaction in an abortable (or fatal) error state?
+def transaction_error(producer: Any) -> Any:
+    """The error the producer's open transaction failed with (abortable or fatal), or None.
 
     begin_transaction is the transactional call without side effects: inside a transaction it
     only fails, with the transaction's own error when it has one, a state error when it is healthy.
@@ -82,23 +82,18 @@ def transaction_failed(producer: Any) -> bool:
         producer.begin_transaction()
     except KafkaException as exc:
         error = kafka_error(exc)
-        return bool(error.txn_requires_abort() or error.fatal())
-    return False
+        return error if error.txn_requires_abort() or error.fatal() else None
+    return None
 
 
 def failed_transaction(producer: Any) -> Any:
     """Why the producer's transaction failed, when its records say less (purged, or
-    TRANSACTION_SAYS_MORE), or None. An abortable transaction error (a partition that could not be
-    added to the transaction, e.g. TOPIC_AUTHORIZATION_FAILED) purges the queued records and is
-    reported only by the next transactional call: begin_transaction, as in transaction_failed."""
-    from confluent_kafka import KafkaException
-
-    try:
-        producer.begin_transaction()
-    except KafkaException as exc:
-        cause = kafka_error(exc)
-        return cause if code_name(cause) in REFINED else None
-    return None
+    TRANSACTION_SAYS_MORE) and the transaction's error names a cause the user can fix, or None.
+    An abortable transaction error (a partition that could not be added to the transaction, e.g.
+    TOPIC_AUTHORIZATION_FAILED) purges the queued records and is reported only by the next
+    transactional call."""
+    cause = transaction_error(producer)
+    return cause if cause is not None and code_name(cause) in REFINED else None
 
 
 class Deliveries:
@@ -170,7 +165,7 @@ class Deliveries:
             remaining = producer.flush(min(FLUSH_SLICE_S, max(0.0, deadline - time.monotonic())))
             if not remaining or time.monotonic() >= deadline:
                 return int(remaining)
-            if probe and transaction_failed(producer):
+            if probe and transaction_error(producer) is not None:
                 producer.purge(in_queue=True, in_flight=False, blocking=False)
                 probe = False
 
