@@ -26,10 +26,13 @@ producer and raises.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
+
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from srm import clients
 from srm.errors import ReplicationError, SrmError
@@ -63,6 +66,10 @@ CHUNK_MAX_BYTES = 128 * 1024 * 1024
 CHUNK_MAX_SECONDS = 10.0
 TXN_TIMEOUT_S = 60.0
 RETRY_PAUSE_S = 0.2  # between two attempts of a transaction call that failed with a retriable error
+# A partition added to a remote topic reaches the metadata of the target's brokers within this.
+METADATA_WAIT_S = 10.0
+METADATA_POLL_S = 0.1
+METADATA_CALL_S = 2.0
 PRODUCER_SETTINGS = {
     "linger.ms": 5,
     "batch.size": 1_000_000,
@@ -167,11 +174,20 @@ class TargetWriter:
         self.history.open(self.producer, state)
 
     def send_again(self, state: PartitionState, message: Any, timestamp: int, headers: Any, exc: Exception) -> None:
-        """The producer refused a record with ``exc``: produce it once its local queue has room,
-        else raise what the failure means."""
+        """The producer refused a record with ``exc``: produce it once its local queue has room, or
+        once its metadata has the record's partition (a remote topic that grew), else raise what
+        the failure means."""
         value = message.value()
-        while isinstance(exc, BufferError):  # local queue full: let delivery reports drain it
-            self.producer.poll(0.05)
+        looked_up = False
+        while True:
+            if isinstance(exc, BufferError):  # local queue full: let delivery reports drain it
+                self.producer.poll(0.05)
+            elif not looked_up and code_name(kafka_error(exc)) == "_UNKNOWN_PARTITION":
+                looked_up = True
+                if not self._learn_partition(state.range.target_topic, state.range.partition):
+                    break
+            else:
+                break
             try:
                 self.producer.produce(
                     state.range.target_topic,
@@ -193,6 +209,28 @@ class TargetWriter:
         raise self.deliveries.write_error(
             kafka_error(exc), state, message.offset(), len(value) if value else 0
         ) from None
+
+    def _learn_partition(self, topic: str, partition: int) -> bool:
+        """A record refused as for an unknown partition: the producer's metadata of ``topic`` may
+        predate the partitions the driver added to it before this lease (librdkafka renews it every
+        topic.metadata.refresh.interval.ms, 5 minutes). Ask for the topic's metadata until it has
+        ``partition``, up to METADATA_WAIT_S (a new partition reaches every broker's metadata
+        within it); False if it never does: the partition is gone."""
+        from confluent_kafka import KafkaException
+
+        def knows() -> bool:
+            with contextlib.suppress(KafkaException):  # the target does not answer: ask again
+                found = self.producer.list_topics(topic, timeout=METADATA_CALL_S).topics.get(topic)
+                return found is not None and found.error is None and partition in found.partitions
+            return False
+
+        waits = Retrying(
+            retry=retry_if_result(lambda known: not known),
+            stop=stop_after_delay(METADATA_WAIT_S),
+            wait=wait_fixed(METADATA_POLL_S),
+            retry_error_callback=lambda _: False,
+        )
+        return bool(waits(knows))
 
     def produced(self, records: int, size: int) -> None:
         """The copy loop produced ``records`` more records of ``size`` bytes of values in all."""

@@ -68,8 +68,14 @@ class FakeProducer:
         # queued records: they wait (for their delivery time-out) until purged.
         self.failed: KafkaError | None = None
         self.purged = 0
+        # topic -> metadata requests before the producer knows its partitions (a remote topic grew
+        # after the producer's metadata was taken)
+        self.stale: dict[str, int] = {}
+        self.lookups = 0
 
     def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = 0, **kw: Any) -> None:
+        if self.stale.get(topic, 0) > 0:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
         where = (topic, partition)
         message = Message(topic, partition, self.offsets[where], key, value, kw.get("headers"))
         self.offsets[where] += 1
@@ -86,6 +92,14 @@ class FakeProducer:
 
     def poll(self, timeout: float = 0) -> int:
         return 0
+
+    def list_topics(self, topic: str, timeout: float = -1) -> Any:
+        from types import SimpleNamespace
+
+        self.lookups += 1
+        self.stale[topic] = self.stale.get(topic, 0) - 1
+        partitions = {} if self.stale[topic] > 0 else {0: object()}
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions=partitions)})
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         pending, self.pending = self.pending, []
@@ -256,6 +270,50 @@ def test_records_a_failed_transaction_never_sends_are_purged_and_the_refusal_nam
     # the 3 records and the progress records queued behind them: purged, not waited for up to FLUSH_TIMEOUT_S
     assert writer.producer.purged == 5
     assert visible(cache) == [] and state.committed == 0
+
+
+def produce_one(writer: TargetWriter, state: PartitionState, offset: int) -> None:
+    """As the copy loop does: a record the producer refuses goes to ``send_again``."""
+    message = Message("t", 0, offset, b"k", b"v%d" % offset)
+    if not writer.in_transaction:
+        writer.begin_with(state)
+    try:
+        writer.producer.produce(REMOTE, message.value(), key=b"k", partition=0, on_delivery=writer.reporters[state])
+    except KafkaException as exc:
+        writer.send_again(state, message, 0, None, exc)
+    state.produced.append(offset)
+    state.next_offset = offset + 1
+    writer.produced(1, 2)
+
+
+def test_a_partition_the_producer_does_not_know_yet_is_looked_up_and_its_record_written() -> None:
+    cache, copy_job = FakeCache(), job(continuous=True)
+    writer = TargetWriter(copy_job, cache)  # type: ignore[arg-type]
+    state = partition_state(copy_job)
+    writer.track([state])
+    # the driver added the remote partition after the producer took its metadata: refused until
+    # the producer asked for the topic's metadata twice (the brokers learn of it a moment later)
+    producer = writer.producer
+    producer.stale[REMOTE] = 2
+    produce_one(writer, state, 0)
+    writer.commit([state])
+    assert [m.value() for m in visible(cache) if m.topic() == REMOTE] == [b"v0"]
+    assert producer.lookups == 2 and state.committed == 1
+
+
+def test_a_partition_the_target_never_shows_is_gone_after_the_metadata_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    from srm.errors import RemoteTopicGoneError
+    from srm.replication import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "METADATA_WAIT_S", 0.3)
+    cache, copy_job = FakeCache(), job(continuous=True)
+    writer = TargetWriter(copy_job, cache)  # type: ignore[arg-type]
+    state = partition_state(copy_job)
+    writer.track([state])
+    writer.producer.stale[REMOTE] = 10**6
+    with pytest.raises(RemoteTopicGoneError, match=r"remote topic 'a\.t' partition 0 is gone from b"):
+        produce_one(writer, state, 0)
+    assert writer.producer.lookups > 1, "asked again within the wait"
 
 
 def test_a_fenced_writer_drops_its_producers_and_says_a_newer_writer_took_over() -> None:
