@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from srm.errors import SrmError
+from srm.errors import ClusterUnreachableError, SrmError
 from srm.retry import needs, retrying
 from srm.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
+BATCH = 500  # topics to one CreateTopics or DescribeConfigs request
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,27 @@ class TopicInfo:
         return f"{self.name} ({self.partitions} partitions, {self.records} records)"
 
 
+def _in_batches(names: list[str], attempt: Callable[[list[str]], None]) -> None:
+    """``attempt(batch)`` for every BATCH names. A batch that fails for good (not for a cluster that
+    does not answer) is attempted again one name at a time, so that the failure names its topic."""
+    for batch in (names[i : i + BATCH] for i in range(0, len(names), BATCH)):
+        if len(batch) > 1:
+            try:
+                attempt(batch)
+                continue
+            except ClusterUnreachableError:
+                raise
+            except SrmError:
+                pass
+        for name in batch:
+            attempt([name])
+
+
 def _resolve(futures: dict[Any, Any]) -> dict[Any, Any]:
     return {key: future.result(timeout=ADMIN_TIMEOUT_S) for key, future in futures.items()}
 
 
-def _admin(request: Callable[[], dict[Any, Any]], what: str, admin: Any, needed: str) -> dict[Any, Any]:
+def _admin(request: Callable[[], dict[Any, Any]], what: str, admin: Any, needed: str | None) -> dict[Any, Any]:
     return retrying(
         lambda: _resolve(request()),
         _on(admin, what),
@@ -47,32 +64,74 @@ def _on(admin: Any, what: str) -> str:
     return f"{what} on {cluster}" if cluster else what
 
 
+@dataclass(frozen=True)
+class NewTopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
 def ensure_topic(
     admin: Any, name: str, partitions: int, replication_factor: int = 1, config: dict[str, str] | None = None
 ) -> bool:
     """Create ``name`` unless it exists; True if it was created. Other failures name the topic."""
+    return bool(ensure_topics(admin, [NewTopicSpec(name, partitions, replication_factor, config or {})]))
+
+
+def ensure_topics(admin: Any, topics: Sequence[NewTopicSpec]) -> set[str]:
+    """Create each of ``topics`` that does not exist, BATCH topics to a CreateTopics request (the
+    controller creates them together: 1,000 topics in one request instead of 1,000 round trips);
+    the names of those created. A failure names its topic: a request that fails for good is sent
+    again one topic at a time up to the topic that fails."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    topic = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=config or {})
+    created: set[str] = set()
+    pending = {t.name: t for t in topics}
 
-    def create() -> bool:
-        try:
-            admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S)[name].result(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                return False
-            raise
-        return True
+    def create(names: list[str]) -> None:
+        requests = [
+            NewTopic(n, num_partitions=t.partitions, replication_factor=t.replication_factor, config=dict(t.config))
+            for n in names
+            if (t := pending.get(n)) is not None
+        ]
+        if not requests:  # created by an earlier attempt of its batch
+            return
+        failure: KafkaException | None = None
+        for name, future in admin.create_topics(requests, operation_timeout=ADMIN_TIMEOUT_S).items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    failure = failure or exc
+                    continue
+            else:
+                created.add(name)
+            del pending[name]  # created, or there already: not asked for again
+        if failure is not None:
+            raise failure
 
-    return retrying(
-        create, _on(admin, f"cannot create topic {name!r}"), needed=needs(admin, "CREATE", f"TOPIC {name!r}")
-    )
+    def attempt(names: list[str]) -> None:
+        one = len(names) == 1
+        retrying(
+            lambda: create(names),
+            _on(admin, f"cannot create topic {names[0]!r}" if one else f"cannot create {len(names)} topics"),
+            needed=needs(admin, "CREATE", f"TOPIC {names[0]!r}") if one else None,
+        )
+
+    _in_batches(list(pending), attempt)
+    return created
+
+
+def cluster_metadata(admin: Any) -> Any:
+    """The cluster's metadata (``.topics``: name -> partitions; ``.brokers``), in one request."""
+    return retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list topics"))
 
 
 def partition_counts(admin: Any, include_internal: bool = False) -> dict[str, int]:
     """Topic name -> partition count."""
-    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list topics"))
+    metadata = cluster_metadata(admin)
     return {
         name: len(topic.partitions)
         for name, topic in metadata.topics.items()
@@ -94,19 +153,34 @@ def describe(admin: Any, consumer: Any, include_internal: bool = False) -> list[
 
 def describe_config_values(admin: Any, topic: str) -> list[ConfigValue]:
     """Every config of ``topic`` with where its value comes from."""
+    return describe_configs_of(admin, [topic])[topic]
+
+
+def describe_configs_of(admin: Any, topics: Sequence[str]) -> dict[str, list[ConfigValue]]:
+    """Every config of each of ``topics`` with where its value comes from, BATCH topics to a request."""
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType  # type: ignore[attr-defined]
 
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    entries = _admin(
-        lambda: admin.describe_configs([resource]),
-        f"cannot read the configs of topic {topic!r}",
-        admin,
-        needs(admin, "DESCRIBE_CONFIGS", f"TOPIC {topic!r}"),
-    )
-    return [
-        ConfigValue(e.name, e.value, ConfigSource(e.source).name, bool(e.is_read_only), bool(e.is_sensitive))
-        for e in entries[resource].values()
-    ]
+    found: dict[str, list[ConfigValue]] = {}
+
+    def attempt(names: list[str]) -> None:
+        one = len(names) == 1
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        entries = _admin(
+            lambda: admin.describe_configs(resources),
+            f"cannot read the configs of topic {names[0]!r}"
+            if one
+            else f"cannot read the configs of {len(names)} topics",
+            admin,
+            needs(admin, "DESCRIBE_CONFIGS", f"TOPIC {names[0]!r}") if one else None,
+        )
+        for resource, values in entries.items():
+            found[resource.name] = [
+                ConfigValue(e.name, e.value, ConfigSource(e.source).name, bool(e.is_read_only), bool(e.is_sensitive))
+                for e in values.values()
+            ]
+
+    _in_batches(list(dict.fromkeys(topics)), attempt)
+    return found
 
 
 def describe_topic_configs(admin: Any, topic: str) -> dict[str, str | None]:

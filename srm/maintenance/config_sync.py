@@ -16,7 +16,7 @@ from typing import Any
 from srm.config.model import Flow
 from srm.retry import needs, retrying
 from srm.topic_configs import ConfigValue, configs_to_copy
-from srm.topics import describe_config_values
+from srm.topics import describe_configs_of
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,10 @@ def sync_topic_configs(flow: Flow, source_admin: Any, target_admin: Any, topics:
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType  # type: ignore[attr-defined]
 
     made: list[ConfigChange] = []
+    sources = describe_configs_of(source_admin, list(topics))
+    remotes = describe_configs_of(target_admin, list(topics.values()))
     for topic, remote in sorted(topics.items()):
-        changes = config_changes(
-            flow,
-            topic,
-            remote,
-            describe_config_values(source_admin, topic),
-            describe_config_values(target_admin, remote),
-        )
+        changes = config_changes(flow, topic, remote, sources[topic], remotes[remote])
         if not changes:
             continue
         entries = [

@@ -11,7 +11,7 @@ and compacting a topic that should keep everything (or the reverse) would lose d
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from typing import Any
 
 from srm.config.model import Cluster, Flow
@@ -20,12 +20,12 @@ from srm.internal_topics import capped_replication_factor
 from srm.replication.progress import Progress, read_flow_progress
 from srm.topic_configs import configs_to_copy
 from srm.topics import (
-    broker_count,
+    NewTopicSpec,
+    cluster_metadata,
     create_partitions,
-    describe_config_values,
+    describe_configs_of,
     describe_topic_configs,
-    ensure_topic,
-    partition_counts,
+    ensure_topics,
 )
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,8 @@ class RemoteTopics:
         if not todo:
             return
         self.listed = None
-        target_counts = partition_counts(self.target_admin, include_internal=True)
+        metadata = cluster_metadata(self.target_admin)
+        target_counts = {name: len(t.partitions) for name, t in metadata.topics.items()}
         existing = [(t, p) for t in todo for p in range(target_counts.get(self._remote(t), 0))]
         missing = [(t, p) for t, n in todo.items() if self._remote(t) not in target_counts for p in range(n)]
         progress = read_flow_progress(self.target, self.flow, existing + missing, self.target_admin)
@@ -77,12 +78,11 @@ class RemoteTopics:
                 todo = {t: n for t, n in todo.items() if self._remote(t) not in names}
             else:
                 self.gone(gone)
+        self._create({t: n for t, n in todo.items() if self._remote(t) not in target_counts}, metadata.brokers)
         for topic, partitions in todo.items():
             remote = self._remote(topic)
             found = target_counts.get(remote)
-            if found is None:
-                self._create(topic, remote, partitions)
-            else:
+            if found is not None:
                 self._check(topic, remote, partitions, found, remote in ours)
             self.known[remote] = max(partitions, found or 0)
 
@@ -100,22 +100,30 @@ class RemoteTopics:
     def _remote(self, topic: str) -> str:
         return self.flow.policy.format_remote_topic(self.flow.source, topic)
 
-    def _create(self, topic: str, remote: str, partitions: int) -> None:
+    def _create(self, missing: dict[str, int], brokers: Sized) -> None:
+        """Create the remote topics of ``missing`` (source topic -> partitions) with the source
+        topics' configs, in as few requests as the topics allow (srm.topics.BATCH to a request)."""
+        if not missing:
+            return
         s = self.flow.settings
-        configs = configs_to_copy(
-            describe_config_values(self.source_admin, topic), s.config_properties_exclude, s.use_defaults_from
-        )
-        replication = capped_replication_factor(s.replication_factor, broker_count(self.target_admin), remote)
-        if ensure_topic(self.target_admin, remote, partitions, replication, configs):
-            shown = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "no topic-level configs"
-            log.info(
-                "created remote topic %s on %s: %d partition(s), replication factor %d, %s",
-                remote,
-                self.flow.target,
+        values = describe_configs_of(self.source_admin, list(missing))
+        specs = [
+            NewTopicSpec(
+                self._remote(topic),
                 partitions,
-                replication,
-                shown,
+                capped_replication_factor(s.replication_factor, len(brokers), self._remote(topic)),
+                configs_to_copy(values[topic], s.config_properties_exclude, s.use_defaults_from),
             )
+            for topic, partitions in missing.items()
+        ]
+        created = ensure_topics(self.target_admin, specs)
+        for spec in specs:
+            if spec.name in created:
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(spec.config.items())) or "no topic-level configs"
+                log.info(
+                    "created remote topic %s on %s: %d partition(s), replication factor %d, %s",
+                    *(spec.name, self.flow.target, spec.partitions, spec.replication_factor, shown),
+                )
 
     def _check(self, topic: str, remote: str, partitions: int, found: int, ours: bool) -> None:
         # ours: the flow has copied into it, or srm-meta lists it (the maintenance DAG created it)
