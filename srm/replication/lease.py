@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import replace
@@ -59,12 +60,12 @@ class PlanWatcher:
         self.control = ControlReader(config.cluster(flow.target))
         self.control.poll()
         self.selector = self._selector()
-        self.expected: set[tuple[str, int]] = set()
+        self.expected: dict[str, int] = {}  # topic -> partitions of the running lease
 
     def expect(self, flow: Flow, partitions: set[tuple[str, int]]) -> None:
         self.flow = flow
         self.selector = self._selector()
-        self.expected = partitions
+        self.expected = dict(Counter(t for t, _ in partitions))
         self.mtime = self._mtime()
 
     def change(self) -> str | None:
@@ -74,9 +75,11 @@ class PlanWatcher:
         if self.control.poll():
             self.selector = self._selector()
         counts = partition_counts(self.source_admin, include_internal=True)
-        now = {(t, p) for t, n in counts.items() if self.selector.replicates(t) for p in range(n)}
-        if now != self.expected:
-            new, gone = sorted(now - self.expected), sorted(self.expected - now)
+        replicated = {t: n for t, n in counts.items() if self.selector.replicates(t)}
+        if replicated != self.expected:
+            now = {(t, p) for t, n in replicated.items() for p in range(n)}
+            before = {(t, p) for t, n in self.expected.items() for p in range(n)}
+            new, gone = sorted(now - before), sorted(before - now)
             shown = ", ".join(f"{t}[{p}]" for t, p in (new or gone)[:3]) + (", ..." if len(new or gone) > 3 else "")
             return f"{len(new)} new and {len(gone)} removed partition(s): {shown}"
         return None

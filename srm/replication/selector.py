@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 from srm.config.model import Flow
 from srm.filters import NameFilter, should_replicate_topic
+
+SELECTOR_CACHE = 1 << 16  # topic names whose answer is kept
 
 
 class TopicSelector:
@@ -11,8 +15,11 @@ class TopicSelector:
         s = flow.settings
         self.flow = flow
         self.filter = NameFilter(s.topics + extra_include, s.topics_exclude + extra_exclude)
+        # Asked for every topic of the source each second while a lease runs (srm.replication.lease):
+        # each name's answer once, for as long as the lists stand (a new selector then).
+        self.replicates = functools.lru_cache(maxsize=SELECTOR_CACHE)(self._replicates)
 
-    def replicates(self, topic: str) -> bool:
+    def _replicates(self, topic: str) -> bool:
         return should_replicate_topic(
             topic,
             target=self.flow.target,
