@@ -72,6 +72,7 @@ class CopyLoop:
         # Continuous: partitions whose source log changed under the copy (topic deleted or
         # recreated): the driver plans them again at the next lease.
         self.replan: set[Key] = set()
+        self.blocking: set[Key] = set()  # partitions with a loss under on_data_loss=fail
         self._check_owner()
 
     def _check_owner(self) -> None:
@@ -114,6 +115,7 @@ class CopyLoop:
         self.reader.unassign(s.range.key for s in gone)
         self.remaining -= {s.range.key for s in gone}
         self.replan -= {s.range.key for s in gone}
+        self.blocking -= {s.range.key for s in gone}
         self.writer.track(list(self.states.values()))
 
     def _account(self, state: PartitionState, losses: list[Loss]) -> None:
@@ -122,11 +124,13 @@ class CopyLoop:
             log.error("data loss in flow %s: %s", self.job.flow.name, loss)
         if losses and self.fail_on_loss:
             state.blocked = True
+            self.blocking.add(state.range.key)
 
     @property
     def blocked(self) -> bool:
-        """A loss under on_data_loss=fail: the driver must stop the flow."""
-        return any(s.blocked for s in self.states.values())
+        """A loss under on_data_loss=fail: the driver must stop the flow. (Asked at every step of a
+        continuous copier: a set kept as losses come, not a scan of every partition.)"""
+        return bool(self.blocking)
 
     # --- copying ------------------------------------------------------------------------------
     def step(self, wait_s: float) -> int:
