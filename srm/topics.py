@@ -45,6 +45,16 @@ def _in_batches(names: list[str], attempt: Callable[[list[str]], None]) -> None:
             attempt([name])
 
 
+def _subject(names: list[str]) -> str:
+    """What a batched call is about, in its error: the topic, when it is one."""
+    return f"topic {names[0]!r}" if len(names) == 1 else f"{len(names)} topics"
+
+
+def _needed(admin: Any, operation: str, names: list[str]) -> str | None:
+    """The ACL a call on one topic needs (a batch that fails for good is retried topic by topic)."""
+    return needs(admin, operation, f"TOPIC {names[0]!r}") if len(names) == 1 else None
+
+
 def _resolve(futures: dict[Any, Any]) -> dict[Any, Any]:
     return {key: future.result(timeout=ADMIN_TIMEOUT_S) for key, future in futures.items()}
 
@@ -113,11 +123,10 @@ def ensure_topics(admin: Any, topics: Sequence[NewTopicSpec]) -> set[str]:
             raise failure
 
     def attempt(names: list[str]) -> None:
-        one = len(names) == 1
         retrying(
             lambda: create(names),
-            _on(admin, f"cannot create topic {names[0]!r}" if one else f"cannot create {len(names)} topics"),
-            needed=needs(admin, "CREATE", f"TOPIC {names[0]!r}") if one else None,
+            _on(admin, f"cannot create {_subject(names)}"),
+            needed=_needed(admin, "CREATE", names),
         )
 
     _in_batches(list(pending), attempt)
@@ -163,15 +172,12 @@ def describe_configs_of(admin: Any, topics: Sequence[str]) -> dict[str, list[Con
     found: dict[str, list[ConfigValue]] = {}
 
     def attempt(names: list[str]) -> None:
-        one = len(names) == 1
         resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
         entries = _admin(
             lambda: admin.describe_configs(resources),
-            f"cannot read the configs of topic {names[0]!r}"
-            if one
-            else f"cannot read the configs of {len(names)} topics",
+            f"cannot read the configs of {_subject(names)}",
             admin,
-            needs(admin, "DESCRIBE_CONFIGS", f"TOPIC {names[0]!r}") if one else None,
+            _needed(admin, "DESCRIBE_CONFIGS", names),
         )
         for resource, values in entries.items():
             found[resource.name] = [
@@ -188,12 +194,12 @@ def describe_topic_configs(admin: Any, topic: str) -> dict[str, str | None]:
 
 
 def topic_replication_factors(admin: Any, topics: list[str]) -> dict[str, int]:
-    metadata = retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list topics")).topics
+    metadata = cluster_metadata(admin).topics
     return {t: len(metadata[t].partitions[0].replicas) for t in topics if t in metadata and metadata[t].partitions}
 
 
 def broker_count(admin: Any) -> int:
-    return len(retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list brokers")).brokers)
+    return len(cluster_metadata(admin).brokers)
 
 
 def _describe(admin: Any, topics: list[str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ and compacting a topic that should keep everything (or the reverse) would lose d
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sized
+from collections.abc import Callable
 from typing import Any
 
 from srm.config.model import Cluster, Flow
@@ -78,7 +78,7 @@ class RemoteTopics:
                 todo = {t: n for t, n in todo.items() if self._remote(t) not in names}
             else:
                 self.gone(gone)
-        self._create({t: n for t, n in todo.items() if self._remote(t) not in target_counts}, metadata.brokers)
+        self._create({t: n for t, n in todo.items() if self._remote(t) not in target_counts}, len(metadata.brokers))
         for topic, partitions in todo.items():
             remote = self._remote(topic)
             found = target_counts.get(remote)
@@ -100,7 +100,7 @@ class RemoteTopics:
     def _remote(self, topic: str) -> str:
         return self.flow.policy.format_remote_topic(self.flow.source, topic)
 
-    def _create(self, missing: dict[str, int], brokers: Sized) -> None:
+    def _create(self, missing: dict[str, int], brokers: int) -> None:
         """Create the remote topics of ``missing`` (source topic -> partitions) with the source
         topics' configs, in as few requests as the topics allow (srm.topics.BATCH to a request)."""
         if not missing:
@@ -109,12 +109,13 @@ class RemoteTopics:
         values = describe_configs_of(self.source_admin, list(missing))
         specs = [
             NewTopicSpec(
-                self._remote(topic),
+                remote,
                 partitions,
-                capped_replication_factor(s.replication_factor, len(brokers), self._remote(topic)),
+                capped_replication_factor(s.replication_factor, brokers, remote),
                 configs_to_copy(values[topic], s.config_properties_exclude, s.use_defaults_from),
             )
             for topic, partitions in missing.items()
+            for remote in [self._remote(topic)]
         ]
         created = ensure_topics(self.target_admin, specs)
         for spec in specs:

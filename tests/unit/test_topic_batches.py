@@ -3,6 +3,7 @@ trip per topic, and a failure still names its topic and the ACL it needs."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
@@ -29,9 +30,9 @@ class Admin:
     srm_principal = "User:srm (clusters.east)"
     srm_cluster = "east"
 
-    def __init__(self, existing: set[str] = frozenset(), refused: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    def __init__(self, existing: Collection[str] = (), refused: Collection[str] = ()) -> None:
         self.topics: dict[str, Any] = {name: None for name in existing}
-        self.refused = refused
+        self.refused = set(refused)
         self.requests: list[list[str]] = []
 
     def create_topics(self, topics: list[Any], operation_timeout: float = 0) -> dict[str, Future[Any]]:
