@@ -57,14 +57,27 @@ ROW_GROUP_ROWS = 65_536
 PARTITIONS: dict[str, list[str]] = {SYNC_HISTORY: ["flow"]}
 # The history is rewritten as it is pruned (every few minutes): the files a rewrite replaced are
 # deleted by VACUUM 15 minutes later (long past any reader's scan: a lookup takes seconds), and the
-# commit log is kept a day, not Delta's 7 and 30 days, so neither grows with run time beyond that.
-# (With an hour, the table's folder held an hour of rewrites: 270 MB for 1.7 M live rows, bench.soak.)
+# commit log is kept 30 minutes, not Delta's 7 and 30 days: a reader needs only the latest
+# checkpoint and the commits after it, and every append (a commit a few seconds apart) adds a log
+# file, so a longer retention grows the folder for as long (bench.soak: +30 MiB an hour with a day).
+# Tables created before take these settings at their next prune (apply_configuration).
 CONFIGURATION: dict[str, dict[str, str]] = {
     SYNC_HISTORY: {
         "delta.deletedFileRetentionDuration": "interval 15 minutes",
-        "delta.logRetentionDuration": "interval 1 days",
+        "delta.logRetentionDuration": "interval 30 minutes",
     }
 }
+
+
+def apply_configuration(opened: Any, table: str) -> bool:
+    """Give an existing Delta table ``opened`` the settings CONFIGURATION has for ``table`` (tables
+    created by an earlier release keep the settings they were created with); True if it changed."""
+    wanted = CONFIGURATION.get(table, {})
+    current = opened.metadata().configuration
+    changed = {k: v for k, v in wanted.items() if current.get(k) != v}
+    if changed:
+        opened.alter.set_table_properties(changed, raise_if_not_exists=False)
+    return bool(changed)
 
 
 def rollup_app_id(flow: str) -> str:

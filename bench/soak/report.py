@@ -39,6 +39,39 @@ def slope_per_hour(points: list[tuple[float, float]]) -> tuple[float, float] | N
     return fit.slope, statistics.fmean(ys)
 
 
+def troughs(points: list[tuple[float, float]], every_min: float) -> list[tuple[float, float]]:
+    """The lowest of ``points`` in each ``every_min`` window: what a history holds after each prune.
+
+    Between two prunes the history climbs by what the copy adds (a quarter of it at the soak's
+    retention); a slope through the climbs reads where the minute samples happen to end, while the
+    values after each prune show whether what it keeps grows."""
+    if not points or every_min <= 0:
+        return points
+    first = points[0][0]
+    lowest: dict[int, tuple[float, float]] = {}
+    for minute, value in points:
+        window = int((minute - first) // every_min)
+        if window not in lowest or value < lowest[window][1]:
+            lowest[window] = (minute, value)
+    return [lowest[w] for w in sorted(lowest)]
+
+
+def history_share(samples: list[dict[str, Any]]) -> tuple[str, Any]:
+    """How the history's size is judged: (what per, the factor of a sample's value).
+
+    Every partition has its own runs, so the faults that add partitions and topics add history: a
+    new partition's fills up until the source's retention deletes from it too. When the samples
+    count the rows of the partitions older than that (settled), the history is judged per settled
+    partition (its bytes by their share of the rows); else per source partition."""
+    counted = ("settled_partitions", "settled_rows", "history_rows")
+    if samples and all(all(s.get(k) for k in counted) for s in samples):
+        per = " per settled source partition"
+        return per, lambda s: s["settled_rows"] / s["history_rows"] / s["settled_partitions"]
+    if samples and all(s.get("source_partitions") for s in samples):
+        return " per source partition", lambda s: 1 / s["source_partitions"]
+    return "", lambda s: 1.0
+
+
 def series(samples: list[dict[str, Any]], name: str, after: float = SETTLED_MIN) -> list[tuple[float, float]]:
     return [(s["minute"], float(s[name])) for s in samples if s["minute"] >= after and s.get(name) is not None]
 
@@ -124,23 +157,18 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
                 )
             )
     settled = o["retention_minutes"] + o["prune_s"] / 60 + WINDOW_MIN  # retention applied and pruned
-    per_partition = all(s.get("source_partitions") for s in samples)
+    later = [s for s in samples if s["minute"] >= settled]
+    unit, share = history_share(later)
     for name in ("history_topic_mb", "history_table_mb", "history_rows"):
-        # Every partition has its own runs: the faults that add partitions add history, as much per
-        # partition as the others hold. Judged per source partition when the samples say how many.
-        points = [
-            (s["minute"], s[name] / s["source_partitions"] if per_partition else float(s[name]))
-            for s in samples
-            if s["minute"] >= settled and s.get(name) is not None
-        ]
-        fit = slope_per_hour(points)
+        points = [(s["minute"], s[name] * share(s)) for s in later if s.get(name) is not None]
+        fit = slope_per_hour(troughs(points, o["prune_s"] / 60))
         if fit is not None:
             slope, mean = fit
             percent = 100 * slope / mean if mean else 0.0
             out.append(
                 (
-                    f"{SERIES[name][0]}{' per source partition' if per_partition else ''}: stops growing once "
-                    f"retention applies (after minute {settled:.0f})",
+                    f"{SERIES[name][0]}{unit}: stops growing once "
+                    f"retention applies (after minute {settled:.0f}; the least after each prune)",
                     f"{percent:+.1f}% per hour",
                     percent <= RSS_PERCENT_PER_HOUR,  # shrinking is fine
                 )

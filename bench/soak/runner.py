@@ -93,6 +93,7 @@ class Soak:
         self.clusters = LocalClusters(self.config.clusters, workdir)
         self.brokers = self.clusters.members
         self.topics: dict[str, int] = {}
+        self.born: dict[tuple[str, int], float] = {}  # each source partition: when a sample first saw it
         self.stopping = threading.Event()
         self.outcome = Outcome(options=asdict(options))
         self.started = 0.0
@@ -228,10 +229,11 @@ class Soak:
         p50, p99 = latency(values)
         warehouse = Warehouse(self.config.storage.warehouse)
         try:
-            rows = warehouse.scan(SYNC_HISTORY, None, ["topic"])
+            rows = warehouse.scan(SYNC_HISTORY, None, ["topic", "partition"])
         except Exception as exc:  # a file the prune's vacuum deleted under the scan: 0 this minute
             log.warning("counting the history's rows failed: %s", exc)
             rows = None
+        settled = self._settled(at_s)
         topic_dir = self.brokers[1].data / f"{history_topic_name(self.flow)}-0"
         last = self.last_pass
         return Sample(
@@ -252,7 +254,18 @@ class Soak:
             records=len(values),
             job_processes=job_processes,
             source_partitions=sum(self.topics.values()),
+            settled_partitions=len(settled),
+            settled_rows=None if rows is None else settled_rows(rows, settled),
         )
+
+    def _settled(self, at_s: float) -> set[tuple[str, int]]:
+        """The source partitions that have lived longer than the source's retention and a prune:
+        their history is as long as it gets (a partition a fault added fills up until then)."""
+        for topic, count in list(self.topics.items()):
+            for partition in range(count):
+                self.born.setdefault((topic, partition), at_s if self.outcome.samples else 0.0)
+        full = self.options.retention_minutes * 60 + self.options.prune_s
+        return {key for key, born in self.born.items() if at_s - born >= full}
 
     # --- background schedules -----------------------------------------------------------------
     def _faults(self) -> None:
@@ -363,6 +376,12 @@ def log_starts(soak: Soak) -> dict[tuple[str, int], int]:
     rows = Warehouse(soak.config.storage.warehouse).read(SYNC_HISTORY, flow=soak.flow.name)
     keys = sorted({(r["topic"], r["partition"]) for r in rows})
     return list_offsets(soak.source_admin, keys, "earliest")
+
+
+def settled_rows(rows: Any, settled: set[tuple[str, int]]) -> int:
+    """How many of the history's ``rows`` (topic, partition) are of the ``settled`` partitions."""
+    counts = rows.group_by(["topic", "partition"]).aggregate([([], "count_all")]).to_pylist()
+    return sum(c["count_all"] for c in counts if (c["topic"], c["partition"]) in settled)
 
 
 def history_pruned(soak: Soak, starts: dict[tuple[str, int], int]) -> bool:

@@ -47,6 +47,8 @@ class Sample:
     records: int  # arrivals over the minute
     job_processes: list[tuple[str, float]]  # (what, PSS MiB) of each process of the job's tree
     source_partitions: int | None = None  # of the load's topics (faults add some)
+    settled_partitions: int | None = None  # of them, those older than the retention and a prune
+    settled_rows: int | None = None  # the history rows of those
 
     def row(self) -> dict[str, Any]:
         return asdict(self)

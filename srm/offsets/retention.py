@@ -14,7 +14,7 @@ source still has. A prune, per flow:
   of its partition only) in one commit per batch of topics, which also merges the small files of
   the ingest's appends;
 - deletes the files it replaced 15 minutes later (VACUUM, the table's deleted-file retention) and the
-  commit log past a day (srm.warehouse.CONFIGURATION);
+  commit log past 30 minutes (srm.warehouse.CONFIGURATION);
 - deletes the history topic's records that are ingested, that no journaled progress record needs
   (srm.replication.progress), and that are older than TOPIC_MARGIN_S (a transaction still open
   may journal progress from an offset a little below the topic's end).
@@ -37,7 +37,7 @@ from srm.internal_topics import history_topic_name, progress_topic_name
 from srm.replication.history import SORT_ORDER
 from srm.replication.progress import journal_start, progress_group
 from srm.topics import delete_records_before, list_offsets, offsets_for_time, partition_counts, topic_ids
-from srm.warehouse import SYNC_HISTORY, Warehouse, sql_string
+from srm.warehouse import SYNC_HISTORY, Warehouse, apply_configuration, sql_string
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +209,8 @@ class HistoryPruner:
 
         opened = DeltaTable(self.warehouse.path(SYNC_HISTORY))
         try:
+            if apply_configuration(opened, SYNC_HISTORY):
+                opened = DeltaTable(self.warehouse.path(SYNC_HISTORY))
             deleted = opened.vacuum(dry_run=False)
             opened.create_checkpoint()
             opened.cleanup_metadata()

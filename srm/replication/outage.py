@@ -112,7 +112,8 @@ def trim_heap() -> None:
     its queue's 64 MiB, srm.replication.writer.PRODUCER_SETTINGS); once they are gone, glibc keeps
     the pages it freed, and a worker's RSS stepped up by 10-25 MiB for good at each restart of the
     target in bench.soak. Called as an outage ends and at each lease's hand-over
-    (srm.replication.resident); it takes microseconds. A no-op where the C library is not glibc."""
+    (srm.replication.resident), and on the driver after each lease (srm.replication.query); it takes
+    microseconds. A no-op where the C library is not glibc."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.malloc_trim(0)

@@ -151,3 +151,23 @@ def test_a_read_of_no_partition_reads_nothing(tmp_path: Path) -> None:
     history = read_history(warehouse, FLOW, Wanted({}), empty_tail())
     assert history.partitions == [] and history.runs.num_rows == 0
     assert read_history(Warehouse(tmp_path / "none"), FLOW, Wanted(every=True), empty_tail()).partitions == []
+
+
+def test_the_history_table_keeps_its_commit_log_half_an_hour_and_older_tables_are_brought_to_it(
+    tmp_path: Path,
+) -> None:
+    from deltalake import DeltaTable
+
+    from srm.warehouse import CONFIGURATION, apply_configuration
+
+    warehouse = Warehouse(tmp_path / "new")
+    append(warehouse, transactions("orders", 0, 10, 10), 1)
+    opened = DeltaTable(warehouse.path(SYNC_HISTORY))
+    assert opened.metadata().configuration["delta.logRetentionDuration"] == "interval 30 minutes"
+    assert not apply_configuration(opened, SYNC_HISTORY)  # nothing to change
+
+    old = tmp_path / "old" / SYNC_HISTORY  # as an earlier release created it: a day
+    day = {"delta.logRetentionDuration": "interval 1 days"}
+    DeltaTable.create(str(old), _schemas()[SYNC_HISTORY], partition_by=["flow"], configuration=day)
+    assert apply_configuration(DeltaTable(str(old)), SYNC_HISTORY)
+    assert DeltaTable(str(old)).metadata().configuration == CONFIGURATION[SYNC_HISTORY]

@@ -69,7 +69,8 @@ def test_memory_that_grows_a_checkpoint_pass_that_slows_and_a_lost_record_are_ea
     assert not v["replicate job: RSS of its process tree within +-5% per hour (each lifetime)"]
     assert v["source broker: RSS within +-5% per hour (each lifetime)"]
     assert not v["last checkpoint pass (its own duration): the last 10 minutes within 1.2x of minutes 10-20"]
-    assert v["history topic: its log segments on disk: stops growing once retention applies (after minute 45)"]
+    topic = "history topic: its log segments on disk: stops growing once retention applies"
+    assert v[f"{topic} (after minute 45; the least after each prune)"]
 
 
 def test_the_benchmark_report_carries_the_soak_section_and_the_history_size_table(tmp_path: Path) -> None:
@@ -119,7 +120,8 @@ def test_the_soak_reads_groups_positions_and_seconds_from_the_pass_summary_as_th
 
 
 def test_history_that_grows_with_the_partitions_added_is_told_apart_from_history_that_grows_with_time() -> None:
-    rows = "history table rows of the flow per source partition: stops growing once retention applies (after minute 45)"
+    rows = "history table rows of the flow per source partition: stops growing once retention applies"
+    rows += " (after minute 45; the least after each prune)"
     r = result(rss_growth=0.0, pass_growth=0.0)
     for sample in r["samples"]:  # 64 -> 76 partitions over the run, the same rows per partition
         sample["source_partitions"] = 64 + int(sample["minute"] // 10)
@@ -128,3 +130,34 @@ def test_history_that_grows_with_the_partitions_added_is_told_apart_from_history
     for sample in r["samples"]:  # the same partitions, rows that keep coming
         sample["history_rows"] = 15_000 * sample["source_partitions"] * (1 + sample["minute"] / 120)
     assert not verdicts(r)[rows]
+
+
+def test_the_history_is_judged_by_what_each_prune_leaves_not_by_where_the_climb_between_prunes_ends() -> None:
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    for sample in r["samples"]:  # pruned every 5 minutes back to 100, +6 a minute between
+        sample["source_partitions"] = 64
+        sample["history_table_mb"] = 64 * (100.0 + 6.0 * ((sample["minute"] - 1) % 5))
+    name = next(c for c, _, _ in criteria(r) if c.startswith("history table on disk"))
+    assert "per source partition" in name and name.endswith("the least after each prune)"), name
+    r["samples"] = r["samples"][:-2]  # the samples end on a climb
+    assert verdicts(r)[name]
+    for sample in r["samples"]:  # each prune leaves 1% more than the one before: +12% an hour
+        sample["history_table_mb"] *= 1 + 0.01 * ((sample["minute"] - 1) // 5)
+    assert not verdicts(r)[name]
+
+
+def test_the_history_of_partitions_a_fault_added_does_not_count_until_retention_applies_to_them() -> None:
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    for sample in r["samples"]:  # 64 partitions at 15,000 rows; 12 added at minute 60 fill up for 35 minutes
+        young = 12 * 15_000 * min(1.0, max(0.0, sample["minute"] - 60) / 35) if sample["minute"] >= 60 else 0
+        sample["source_partitions"] = 64 if sample["minute"] < 60 else 76
+        sample["history_rows"] = 64 * 15_000 + young
+        sample["history_table_mb"] = sample["history_rows"] / 10_000
+        sample["settled_partitions"] = 64 if sample["minute"] < 95 else 76
+        sample["settled_rows"] = 64 * 15_000 + (young if sample["minute"] >= 95 else 0)
+    name = next(c for c, _, _ in criteria(r) if c.startswith("history table rows"))
+    assert "per settled source partition" in name and verdicts(r)[name]
+    for sample in r["samples"]:  # judged per source partition, the filling partitions read as growth
+        del sample["settled_rows"]
+    name = next(c for c, _, _ in criteria(r) if c.startswith("history table rows"))
+    assert "per source partition" in name and not verdicts(r)[name]
