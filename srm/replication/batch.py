@@ -32,11 +32,11 @@ from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.progress import Progress
 from srm.replication.remote_topics import RemoteTopics, deleted_error, describe_gone
+from srm.replication.slot_daemons import SLOT_VARIABLE, SlotDaemons, slot_value
 from srm.topics import partition_counts
 from srm.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
-SLOT_VARIABLE = "SRM_COPY_SLOT"
 ACCOUNTING_CLOSE_S = 120.0  # at the end of a run: what the accounting may still take
 
 
@@ -70,6 +70,11 @@ class BatchRunner:
         self._config_mtime = Path(config.file).stat().st_mtime if Path(config.file).exists() else 0.0
         self.states = FlowStates(Warehouse(config.storage.warehouse), flow.name, owner.run)
         self.states.started()
+        context = spark.sparkContext
+        local = str(context.master).startswith("local")  # the executor is this driver's JVM
+        self.slot_daemons = SlotDaemons(
+            flow.name, int(context._jvm.java.lang.ProcessHandle.current().pid()) if local else None
+        )
 
     @property
     def ownership(self) -> Ownership:
@@ -218,6 +223,7 @@ class BatchRunner:
                 f"application runs {context.defaultParallelism} (master {context.master}); give it more cores "
                 "(e.g. --master local[N]) or lower tasks.max"
             )
+        self.slot_daemons.used(job.slot for job in jobs)
         partitions = sum(len(job.ranges) for job in jobs)
         description = f"flow {self.flow.name} {batch_id}: {partitions} partition(s), {slots} slot(s)"
         context.setJobGroup(self.job_group, description, interruptOnCancel=True)
@@ -233,7 +239,7 @@ class BatchRunner:
         finishes the previous transaction first) and whose resident copier goes on between
         leases in continuous mode.
         """
-        context.environment[SLOT_VARIABLE] = f"{self.flow.name}#{job.slot}"
+        context.environment[SLOT_VARIABLE] = slot_value(self.flow.name, job.slot)
         try:
             rdd = context.parallelize([job], 1).flatMap(task)
             rdd._jrdd  # noqa: B018 - builds the Java RDD now, capturing this environment

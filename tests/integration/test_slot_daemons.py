@@ -1,0 +1,46 @@
+"""A copy slot no longer used has its Python daemon stopped, and Spark starts it again when the
+slot comes back (real Spark in local mode: the daemons are children of its JVM)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import psutil
+
+from srm.replication.slot_daemons import RETIRE_AFTER_S, SLOT_VARIABLE, SlotDaemons, slot_value
+
+
+def where(_: Any) -> tuple[int, int]:
+    return os.getpid(), os.getppid()  # the worker and its daemon
+
+
+def run_in_slot(context: Any, flow: str, slot: int) -> tuple[int, int]:
+    """A task in the Python worker of ``flow``'s ``slot``, as srm.replication.batch runs a lease."""
+    context.environment[SLOT_VARIABLE] = slot_value(flow, slot)
+    try:
+        rdd = context.parallelize([slot], 1).map(where)
+        rdd._jrdd  # noqa: B018 - captures this environment
+    finally:
+        context.environment.pop(SLOT_VARIABLE, None)
+    return rdd.collect()[0]
+
+
+def test_a_retired_slots_daemon_is_stopped_and_started_again_when_the_slot_comes_back(spark: Any) -> None:
+    context = spark.sparkContext
+    flow = f"daemons-{uuid.uuid4().hex[:6]}"
+    before = {slot: run_in_slot(context, flow, slot) for slot in (0, 1, 2)}
+    assert len({daemon for _, daemon in before.values()}) == 3  # a daemon per slot
+
+    retired = [psutil.Process(pid) for pid in before[2]]
+    daemons = SlotDaemons(flow, int(context._jvm.java.lang.ProcessHandle.current().pid()))
+    daemons.used([0, 1, 2], now=0.0)
+    assert daemons.used([0, 1], now=RETIRE_AFTER_S) == [before[2][1]]
+    _, alive = psutil.wait_procs(retired, timeout=10)
+    assert alive == []  # slot 2's daemon, and its worker with it
+
+    assert run_in_slot(context, flow, 0) == before[0]  # the slots in use keep their worker
+    worker, daemon = run_in_slot(context, flow, 2)  # the slot comes back: a new daemon and worker
+    assert daemon != before[2][1] and psutil.Process(daemon).is_running()
+    assert run_in_slot(context, flow, 2) == (worker, daemon)  # and keeps them

@@ -1,0 +1,57 @@
+"""The Python daemons of copy slots no longer used are stopped, those of slots in use never (real
+processes standing in for Spark's: children of this process, with the slot in their environment)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from srm.replication.slot_daemons import RETIRE_AFTER_S, SLOT_VARIABLE, SlotDaemons, slot_value
+
+SLEEP = "import time; time.sleep(120)"
+
+
+@pytest.fixture
+def daemons() -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    """A stand-in ``pyspark.daemon`` per slot of flow a->b, one of another flow, and a worker that
+    is not a daemon: children of this process, as Spark's are of its JVM."""
+    started = {}
+    for name, value, module in (
+        ("slot0", slot_value("a->b", 0), "pyspark.daemon"),
+        ("slot1", slot_value("a->b", 1), "pyspark.daemon"),
+        ("slot2", slot_value("a->b", 2), "pyspark.daemon"),
+        ("other-flow", slot_value("c->b", 2), "pyspark.daemon"),
+        ("not-a-daemon", slot_value("a->b", 2), "pyspark.worker"),
+    ):
+        # argv as Spark starts it: python -m pyspark.daemon (here: a command that only sleeps)
+        argv = [sys.executable, "-c", SLEEP, "-m", module]
+        started[name] = subprocess.Popen(argv, env={**os.environ, SLOT_VARIABLE: value})
+    yield started
+    for process in started.values():
+        process.kill()
+        process.wait()
+
+
+def test_a_slot_unused_for_the_retire_time_has_its_daemon_stopped_and_only_it(
+    daemons: dict[str, subprocess.Popen[bytes]],
+) -> None:
+    slots = SlotDaemons("a->b", os.getpid())
+    assert slots.used([0, 1, 2], now=0.0) == []
+    assert slots.used([0, 1], now=RETIRE_AFTER_S - 1) == []  # slot 2 unused, not for long enough yet
+    stopped = slots.used([0, 1], now=RETIRE_AFTER_S + 1)
+    assert stopped == [daemons["slot2"].pid]
+    assert daemons["slot2"].wait(10) != 0  # terminated
+    alive = [name for name, p in daemons.items() if p.poll() is None]
+    assert alive == ["slot0", "slot1", "other-flow", "not-a-daemon"]
+    assert slots.used([0, 1], now=2 * RETIRE_AFTER_S) == []  # once: slot 2 is no longer tracked
+
+
+def test_on_a_cluster_nothing_is_stopped(daemons: dict[str, subprocess.Popen[bytes]]) -> None:
+    slots = SlotDaemons("a->b", None)  # the executors' JVMs are elsewhere
+    slots.used([0, 1, 2], now=0.0)
+    assert slots.used([0], now=10 * RETIRE_AFTER_S) == []
+    assert all(p.poll() is None for p in daemons.values())
