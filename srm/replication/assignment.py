@@ -11,8 +11,8 @@ A partition changes slots only where two copiers cannot hold it at the same mome
 - available-now: every batch is placed afresh from the records it plans to copy (a batch's tasks
   have committed everything before the next batch starts);
 - continuous: within an epoch a partition keeps its slot (a copier hands a partition over only by
-  committing it, and the next one must not read its progress before that); new partitions go to
-  the least loaded slot. When the slots' loads drift apart (the busiest slot carries
+  committing it, and the next one must not read its progress before that); new partitions go
+  where the fewest partitions are. When the slots' loads drift apart (the busiest slot carries
   REBALANCE_GAIN times what the best placement would give it, and at least REBALANCE_MIN_BYTES_S
   more) and the epoch is at least ``tasks.rebalance.interval.seconds`` old, the driver claims a new epoch (fencing
   every copier, as a tasks.max change does) and places every partition again.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -61,34 +62,44 @@ def slot_loads(placement: Mapping[Key, int], loads: Mapping[Key, float], slots: 
 class Assignment:
     """A flow's placement of partitions on slots in continuous mode, with their observed loads."""
 
-    def __init__(self) -> None:
+    def __init__(self, flow: str = "") -> None:
+        self.flow = flow
         self.loads: dict[Key, float] = {}  # bytes a second, EWMA over leases
         self.placement: dict[Key, int] = {}
         self.epoch = -1
         self.slots = 0
         self.since = 0.0  # monotonic time the epoch's placement was made
 
-    def observe(self, rows: Iterable[Mapping[str, object]], seconds: float) -> None:
-        """A lease's payload rows (partitions without records are left out of them: load 0)."""
-        if seconds <= 0:
-            return
+    def observe(self, rows: Iterable[Mapping[str, Any]], seconds: float) -> None:
+        """A lease's payload rows (partitions without records are left out of them: load 0); each
+        over its own time (``started_ms`` to ``finished_ms``), else ``seconds``."""
         seen: dict[Key, float] = {}
         for row in rows:
-            key = (str(row["topic"]), int(row["partition"]))  # type: ignore[call-overload]
-            size = int(row["bytes"]) + RECORD_COST_BYTES * int(row["records"])  # type: ignore[call-overload]
-            seen[key] = seen.get(key, 0.0) + size / seconds
+            key = (str(row["topic"]), int(row["partition"]))
+            took = (int(row.get("finished_ms") or 0) - int(row.get("started_ms") or 0)) / 1000
+            took = took if took > 0 else seconds
+            if took <= 0:
+                continue
+            size = int(row["bytes"]) + RECORD_COST_BYTES * int(row["records"])
+            seen[key] = seen.get(key, 0.0) + size / took
         for key in self.placement:
             before = self.loads.get(key)
             now = seen.get(key, 0.0)
             self.loads[key] = now if before is None else (1 - EWMA_WEIGHT) * before + EWMA_WEIGHT * now
 
     def place(self, keys: Iterable[Key], epoch: int, slots: int, now: float) -> dict[Key, int]:
-        """The slot of each of ``keys`` for the epoch's next lease: kept within an epoch, new ones on
-        the least loaded slot; all placed afresh in a new epoch."""
+        """The slot of each of ``keys`` for the epoch's next lease: kept within an epoch, new ones
+        where the fewest partitions are (their load is not known yet); all placed afresh in a new
+        epoch. A partition that leaves (its topic deleted, a list edited) is forgotten, so what is
+        kept is bounded by the flow's partitions; should it come back in the same epoch it may get
+        another slot, which is safe: every slot has a task in every lease, and a copier commits and
+        lets go of the partitions its renewal no longer names before its lease ends, so before the
+        next lease gives them to another slot."""
         keys = list(keys)
         if epoch != self.epoch or slots != self.slots:
             self.placement = balanced({k: self.loads.get(k, 0.0) for k in keys}, slots)
             self.epoch, self.slots, self.since = epoch, slots, now
+            log.info("flow %s: epoch %d places the partitions by load: %s", self.flow, epoch, self.describe())
             return dict(self.placement)
         wanted = set(keys)
         self.placement = {k: s for k, s in self.placement.items() if k in wanted}
@@ -98,10 +109,20 @@ class Assignment:
         for slot in self.placement.values():
             counts[slot] += 1
         for key in sorted(k for k in keys if k not in self.placement):
-            slot = min(range(slots), key=lambda s: (totals[s], counts[s], s))
+            slot = min(range(slots), key=lambda s: (counts[s], totals[s], s))
             self.placement[key] = slot
             counts[slot] += 1
         return dict(self.placement)
+
+    def describe(self, shown: int = 4) -> str:
+        """Each slot's partitions and load, for the log."""
+        parts = []
+        for slot in range(self.slots):
+            keys = sorted((k for k, s in self.placement.items() if s == slot), key=lambda k: (-self.loads.get(k, 0), k))
+            load = sum(self.loads.get(k, 0.0) for k in keys)
+            names = ", ".join(f"{t}[{p}]" for t, p in keys[:shown]) + (", ..." if len(keys) > shown else "")
+            parts.append(f"slot {slot}: {len(keys)} partition(s), {load / 1024:,.0f} KiB/s ({names})")
+        return "; ".join(parts)
 
     def drift(self, now: float, every_s: float) -> str | None:
         """Why the partitions should be placed again (a new epoch), or None. ``every_s``: the least

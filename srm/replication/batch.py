@@ -69,7 +69,7 @@ class BatchRunner:
         self.states.started()
         context = spark.sparkContext
         local = str(context.master).startswith("local")  # the executor is this driver's JVM
-        self.assignment = Assignment()
+        self.assignment = Assignment(flow.name)
         self.slot_daemons = SlotDaemons(
             flow.name, int(context._jvm.java.lang.ProcessHandle.current().pid()) if local else None
         )

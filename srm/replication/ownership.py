@@ -204,7 +204,14 @@ class FlowOwner:
 
     def claim(self, tasks: int, mode: str, *, reason: str | None = None) -> Ownership:
         """Make this run the owner with ``tasks`` slots, fencing every earlier epoch's producers.
-        ``reason``: why this run begins a new epoch with the same tasks (said in the log)."""
+        ``reason``: why this run begins a new epoch with the same tasks (said in the log).
+
+        A run that owns the flow begins a new epoch only while it still does: if another run took
+        the flow over meanwhile, FlowTakenOverError, before this run's producer fences anything."""
+        if self.current is not None:
+            latest, self._tail = latest_ownership(self._consumer, self.flow, self._tail, timeout_s=10.0)
+            if latest is not None and (latest.run != self.run or latest.epoch != self.current.epoch):
+                raise taken_over(self.flow, self.current, latest)
         self._producer = self._new_producer()
         previous, self._tail = latest_ownership(self._consumer, self.flow)
         since = datetime.now(UTC).isoformat(timespec="seconds")

@@ -160,7 +160,7 @@ def test_hot_partitions_sharing_a_slot_are_placed_apart_by_load_in_a_new_epoch_e
     kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
     """4 partitions on 2 slots, dealt 0, 2 -> slot 0 and 1, 3 -> slot 1 while nothing is known of
-    their load; only 0 and 2 carry records (~600 KiB/s): the flow places them again, apart."""
+    their load; only 0 and 2 carry records (~1 MiB/s each): the flow places them again, apart."""
     from tests.replication import contents, sequence_report
 
     topic = unique("own-hot")
@@ -174,7 +174,7 @@ def test_hot_partitions_sharing_a_slot_are_placed_apart_by_load_in_a_new_epoch_e
     }
     env = make_env(kafka, tmp_path, [flow])
     ensure_topic(clients.admin_client(env.west), topic, 4)
-    writer = Writer(env.west, topic, 4, burst=12, only=(0, 2), size=1024)  # 600 records of 1 KiB a second
+    writer = Writer(env.west, topic, 4, burst=20, only=(0, 2), size=2048)  # up to 1,000 records of 2 KiB a second
     writer.start()
     try:
         job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "job.log", master="local[2, 4]")
@@ -185,6 +185,12 @@ def test_hot_partitions_sharing_a_slot_are_placed_apart_by_load_in_a_new_epoch_e
         )
         busiest, best = (int(moved.group(i).replace(",", "")) for i in (1, 2))
         assert busiest >= 1.8 * best, moved.group(0)  # both hot ones on one slot, then one on each
+        slot_0 = r"slot 0: 2 partition\(s\), [\d,]+ KiB/s \(([^)]*)\); slot 1"
+        dealt = job.wait_for(rf"epoch \d+ places the partitions by load: {slot_0}")  # the first: no load known
+        assert dealt.group(1).split(", ") == [f"{topic}[0]", f"{topic}[2]"], dealt.group(0)
+        placed = job.wait_for(rf"epoch {moved.group(3)} places the partitions by load: {slot_0}")
+        hot_on_slot_0 = [name for name in placed.group(1).split(", ") if name in (f"{topic}[0]", f"{topic}[2]")]
+        assert len(hot_on_slot_0) == 1, placed.group(0)  # one hot partition on each slot
         copying(env, topic, job)  # the new epoch copies on
         caught_up(env, [writer])
         assert job.stop() == 0, job.text()[-3000:]
