@@ -98,6 +98,10 @@ def slopes(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3f}"
+
+
 def _mean_between(points: list[tuple[float, float]], first: float, last: float) -> float | None:
     values = [v for m, v in points if first <= m < last]
     return statistics.fmean(values) if values else None
@@ -186,7 +190,7 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
                 f"{SERIES[name][0]}{unit}: stops growing once retention applies (the last "
                 f"{HISTORY_WINDOW_MIN:.0f} minutes within {HISTORY_GROWTH}x of minutes "
                 f"{settled:.0f}-{settled + HISTORY_WINDOW_MIN:.0f})",
-                f"{early:,.3g} -> {late:,.3g} ({late / early:.2f}x){trend}",
+                f"{_figure(early)} -> {_figure(late)} ({late / early:.2f}x){trend}",
                 late <= HISTORY_GROWTH * early,
             )
         )
