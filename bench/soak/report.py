@@ -22,6 +22,7 @@ WINDOW_MIN = 10.0  # "at 10 minutes" and "at the end": the means of 10-minute wi
 # the phase at which the samples end (+-25% an hour either way on a flat history), 20-minute means
 # do not.
 HISTORY_WINDOW_MIN = 20.0
+RETENTION_CHECK_MIN = 5.0  # the brokers' log.retention.check.interval.ms
 HISTORY_GROWTH = 1.1
 # The faults that start a process tree again: its RSS is judged per lifetime, each from 10 minutes
 # after its start (a slope over the whole run would let the restarts hide a climb between them).
@@ -192,6 +193,19 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
                 f"{settled:.0f}-{settled + HISTORY_WINDOW_MIN:.0f})",
                 f"{_figure(early)} -> {_figure(late)} ({late / early:.2f}x){trend}",
                 late <= HISTORY_GROWTH * early,
+            )
+        )
+    spans = [s["history_span_min"] for s in later if s.get("history_span_min") is not None]
+    if spans:
+        # What the prune keeps reaches back to the log start; the brokers delete a segment at their
+        # retention check (log.retention.check.interval.ms, 5 minutes) and the prune follows within prune_s.
+        bound = o["retention_minutes"] + o["prune_s"] / 60 + RETENTION_CHECK_MIN
+        out.append(
+            (
+                f"how far back the history of the settled partitions reaches: at most the source's retention, a "
+                f"prune and a retention check ({bound:.0f} minutes), after minute {settled:.0f}",
+                f"{min(spans):.1f}-{max(spans):.1f} minutes",
+                max(spans) <= bound,
             )
         )
     end = max((s["minute"] for s in samples), default=0.0)

@@ -163,3 +163,30 @@ def test_the_history_of_partitions_a_fault_added_does_not_count_until_retention_
         del sample["settled_rows"]
     name = next(c for c, _, _ in criteria(r) if c.startswith("history table rows"))
     assert "per source partition" in name and "settled" not in name
+
+
+def test_how_far_back_the_history_reaches_is_bounded_by_retention_a_prune_and_a_retention_check() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    import pyarrow as pa
+
+    from bench.soak.runner import history_span_min
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = pa.table(
+        {
+            "topic": ["a", "a", "b", "young"],
+            "partition": [0, 0, 0, 0],
+            "committed_at": [t0, t0 + timedelta(minutes=40), t0 + timedelta(minutes=5), t0 + timedelta(minutes=39)],
+        }
+    )
+    assert history_span_min(rows, {("a", 0), ("b", 0)}) == 40.0  # a[0] reaches back furthest
+    assert history_span_min(rows, {("young", 0)}) == 1.0
+
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    for sample in r["samples"]:
+        sample["history_span_min"] = 36.0 if sample["minute"] >= 45 else sample["minute"]
+    name = next(c for c, _, _ in criteria(r) if c.startswith("how far back"))
+    assert verdicts(r)[name] and "(40 minutes)" in name
+    r["samples"][-1]["history_span_min"] = 41.0  # a prune that kept more than the retention
+    assert not verdicts(r)[name]
