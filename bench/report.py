@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 PLOT = "throughput_latency.png"
+SCALE_PLOT = "scale.png"
 POLL_S = 0.1  # bench.watch.POLL_S (not imported: rendering needs no Kafka client)
 TOOL_NAMES = {
     "limit": "limit",
@@ -779,22 +780,41 @@ def scale(sc: dict[str, Any]) -> list[str]:
         "",
         "Topics: T topics of one partition with small records (100 B), both in continuous mode on a pattern",
         "(MM2 `tasks.max` = min(T, 8), `refresh.topics.interval.seconds` = 5 instead of its default 600,",
-        "which alone would decide the last column); then a new topic matching the pattern is created with",
-        "one record: seconds until that record is on the target.",
+        "which alone would decide the last column); the first record on the target, seconds after the",
+        "replicator was started; then a new topic matching the pattern is created with one record: seconds",
+        "until that record is on the target.",
         "",
-        "| topics | records | MM2 records/s | ours records/s | ours / MM2 | new topic -> first record: MM2 | ours |",
-        "|---|---|---|---|---|---|---|",
+        "| topics | records | MM2 records/s | ours records/s | ours / MM2 | first record: MM2 | ours "
+        "| new topic -> first record: MM2 | ours |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in sc["topics"]:
         theirs, ours = row["mirrormaker2"], row["ours"]
         floor = at_floor(theirs) or at_floor(ours)
         lines.append(
             f"| {row['topics']} | {ours['records']:,} | {rate(theirs)} | {rate(ours)} "
-            f"| {'-' if floor else row['ours_vs_mm2']} | {secs(theirs['new_topic_seconds'])} "
+            f"| {'-' if floor else row['ours_vs_mm2']} | {first_record(theirs)} "
+            f"| {first_record(ours)} | {secs(theirs['new_topic_seconds'])} "
             f"| {secs(ours['new_topic_seconds'])} |"
         )
     if any(at_floor(row[tool]) for row in sc["topics"] for tool in ("mirrormaker2", "ours")):
         lines += ["", "≥: every record arrived within one 0.1 s poll; the figure is the poll's floor, not a rate."]
+    idle = sc.get("idle")
+    if idle:
+        theirs, ours = idle["mirrormaker2"], idle["ours"]
+        lines += [
+            "",
+            f"Idle: both holding {idle['topics']:,} empty topics in continuous mode; CPU seconds per minute of each",
+            f"one's process tree over {ours['window_s']:.0f} s, from a minute after every remote topic existed.",
+            "",
+            "| | MirrorMaker 2 | ours |",
+            "|---|---|---|",
+            f"| CPU seconds per minute | {theirs['cpu_seconds_per_minute']} | {ours['cpu_seconds_per_minute']} |",
+            f"| every remote topic created after (s) | {theirs['remote_topics_after_s']} "
+            f"| {ours['remote_topics_after_s']} |",
+        ]
+    if len(sc["topics"]) > 1 or len(sc["partitions"]) > 1:
+        lines += ["", f"![records/s against topics and partitions, both tools]({SCALE_PLOT})"]
     return [*lines, ""]
 
 
@@ -808,6 +828,11 @@ def rate(figures: dict[str, Any]) -> str:
 
 def num(value: float | None) -> str:
     return f"{value:,}" if value else "did not finish"
+
+
+def first_record(run: dict[str, Any]) -> str:
+    value = run.get("first_record_after_s")
+    return "-" if value is None else f"{value} s"
 
 
 def secs(value: float | None) -> str:
@@ -1040,11 +1065,37 @@ def plot(results: dict[str, Any], path: Path) -> None:
     plt.close(figure)
 
 
+def plot_scale(sc: dict[str, Any], path: Path) -> None:
+    """Records/s of both tools against the number of topics and against the partitions of one topic."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for axis, rows, key, label in (
+        (axes[0], sc["topics"], "topics", "topics of one partition, 100 B records, continuous"),
+        (axes[1], sc["partitions"], "partitions", "partitions of one topic, 1 KiB records, available-now"),
+    ):
+        for tool, name in (("mirrormaker2", "MirrorMaker 2"), ("ours", "ours, exactly once")):
+            points = [(row[key], row[tool]["copy_records_per_s"]) for row in rows if row[tool]["copy_records_per_s"]]
+            axis.plot([x for x, _ in points], [y for _, y in points], marker="o", label=name)
+        axis.set_xscale("log")
+        axis.set_xlabel(label)
+        axis.set_ylabel("records/s")
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def write(results: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     if "throughput" in results and "latency" in results:
         plot(results, out / PLOT)
+    if "scale" in results:
+        plot_scale(results["scale"], out / SCALE_PLOT)
     (out / "REPORT.md").write_text(render(results) + "\n" + endurance(out))
 
 

@@ -1,7 +1,7 @@
 """Scale: more partitions, more topics, and how soon a new topic is replicated.
 
-    .venv/bin/python -m bench.scale [--partitions 1,8,64] [--records 200000] [--topics 1,100,500] \\
-        [--per-topic 200]
+    .venv/bin/python -m bench.scale [--partitions 8,512,2048] [--records 200000] [--topics 1,100,1000,2000] \\
+        [--per-topic 100] [--idle-topics 2000]
 
 Partitions: one topic of P partitions holding ``--records`` records of 1 KiB, copied by
 MirrorMaker 2 (defaults, ``tasks.max`` = P) and by our job in available-now mode (exactly once,
@@ -14,11 +14,16 @@ topic matching the pattern is created and one record written to it: the seconds 
 topic until that record is visible on the target. MM2 looks for new topics every
 ``refresh.topics.interval.seconds`` (default 600 s, which alone would decide this figure): it
 runs here with 5 s, ours plans at every trigger (1 s).
+
+Idle: both replicators holding ``--idle-topics`` empty topics of one partition in continuous mode;
+the CPU seconds per minute of each one's process tree over IDLE_WINDOW_S, once every remote topic
+exists and IDLE_SETTLE_S more have passed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 import time
@@ -26,16 +31,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench import available_now, mm2, replicators
+import psutil
+
+from bench import available_now, latency, mm2, replicators
 from bench.watch import POLL_S, TargetWatch, visible_records
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
-from srm.topics import ensure_topic
+from srm.topics import NewTopicSpec, ensure_topic, ensure_topics, partition_counts
 
 MM2_REFRESH = ("refresh.topics.interval.seconds = 5",)
 CATCH_UP_TIMEOUT_S = 600.0
 NEW_TOPIC_TIMEOUT_S = 120.0
+IDLE_SETTLE_S = 60.0  # after the remote topics exist: start-up work done (MM2's first refresh, our first leases)
+IDLE_WINDOW_S = 180.0
 
 
 def by_partitions(config_path: Path, partitions: int, records: int) -> dict[str, Any]:
@@ -58,9 +67,7 @@ def ratio(ours: float | None, theirs: float | None) -> float | None:
 
 
 def fill_topics(source: Cluster, names: list[str], per_topic: int) -> None:
-    admin = clients.admin_client(source)
-    for name in names:
-        ensure_topic(admin, name, 1)
+    ensure_topics(clients.admin_client(source), [NewTopicSpec(name, 1) for name in names])
     producer = clients.producer(source, **{"linger.ms": 20})
     for name in names:
         for _ in range(per_topic):
@@ -82,6 +89,70 @@ def new_topic_seconds(source: Cluster, target: Cluster, name: str, remote: str) 
             return round(time.monotonic() - started, 2)
         time.sleep(POLL_S)
     return None
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """User and system CPU seconds of the live processes of process group ``pgid`` so far."""
+    total = 0.0
+    for process in replicators.group(pgid):
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def remote_topics_created(target: Cluster, remotes: list[str]) -> int:
+    existing = partition_counts(clients.admin_client(target))
+    return sum(1 for name in remotes if name in existing)
+
+
+def idle_cpu(
+    config_path: Path, topics: int, tool: str, settle_s: float = IDLE_SETTLE_S, window_s: float = IDLE_WINDOW_S
+) -> dict[str, Any]:
+    """CPU seconds per minute of ``tool`` holding ``topics`` empty topics of one partition.
+
+    Both replicators run in continuous mode on a pattern admitting the topics; the window starts
+    once every remote topic exists on the target (both create them when they start replicating a
+    topic) and ``settle_s`` after that, so the start-up is not counted."""
+    config = load_config(config_path)
+    flow = config.enabled_flows()[0]
+    source, target = config.cluster(flow.source), config.cluster(flow.target)
+    prefix = f"bench-idle-{uuid.uuid4().hex[:6]}-"
+    names = [f"{prefix}{i:04d}" for i in range(topics)]
+    ensure_topics(clients.admin_client(source), [NewTopicSpec(name, 1, 1) for name in names])
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        if tool == "ours":
+            process, alias = replicators.ours(config_path, workdir, f"{prefix}.*")
+        else:
+            process, alias = replicators.mirrormaker2(
+                source, target, workdir, f"{prefix}.*", tasks=min(topics, 8), extra=MM2_REFRESH
+            )
+        remotes = [f"{alias}.{name}" for name in names]
+        try:
+            started = time.monotonic()
+            while remote_topics_created(target, remotes) < topics:
+                if time.monotonic() - started > CATCH_UP_TIMEOUT_S or process.poll() is not None:
+                    raise RuntimeError(
+                        f"{tool} did not create the {topics} remote topics within {CATCH_UP_TIMEOUT_S:.0f} s"
+                    )
+                time.sleep(1.0)
+            ready_s = time.monotonic() - started
+            time.sleep(settle_s)
+            before, at = group_cpu_seconds(process.pid), time.monotonic()
+            time.sleep(window_s)
+            used, seconds = group_cpu_seconds(process.pid) - before, time.monotonic() - at
+        finally:
+            replicators.stop(process)
+    latency.delete_topics(source, names)
+    latency.delete_topics(target, remotes)
+    return {
+        "tool": tool,
+        "topics": topics,
+        "remote_topics_after_s": round(ready_s, 1),
+        "window_s": round(seconds, 1),
+        "cpu_seconds_per_minute": round(60 * used / seconds, 2),
+    }
 
 
 def by_topics(config_path: Path, topics: int, per_topic: int, tool: str) -> dict[str, Any]:
@@ -108,6 +179,8 @@ def by_topics(config_path: Path, topics: int, per_topic: int, tool: str) -> dict
             new_s = new_topic_seconds(source, target, new, f"{alias}.{new}") if watch.done else None
         finally:
             replicators.stop(process)
+    latency.delete_topics(source, [*names, new])
+    latency.delete_topics(target, [f"{alias}.{name}" for name in [*names, new]])
     return {
         "tool": tool,
         "topics": topics,
@@ -121,9 +194,17 @@ def by_topics(config_path: Path, topics: int, per_topic: int, tool: str) -> dict
 
 
 def measure(
-    config_path: Path, partitions: list[int], records: int, topics: list[int], per_topic: int
+    config_path: Path,
+    partitions: list[int],
+    records: int,
+    topics: list[int],
+    per_topic: int,
+    *,
+    idle_topics: int | None = None,
+    idle_settle_s: float = IDLE_SETTLE_S,
+    idle_window_s: float = IDLE_WINDOW_S,
 ) -> dict[str, Any]:
-    result: dict[str, Any] = {"partitions": [], "topics": []}
+    result: dict[str, Any] = {"partitions": [], "topics": [], "idle": None}
     for count in partitions:
         result["partitions"].append(by_partitions(config_path, count, records))
     for count in topics:
@@ -133,16 +214,25 @@ def measure(
             row[tool] = by_topics(config_path, count, per_topic, tool)
         row["ours_vs_mm2"] = ratio(row["ours"]["copy_records_per_s"], row["mirrormaker2"]["copy_records_per_s"])
         result["topics"].append(row)
+    if idle_topics:
+        idle: dict[str, Any] = {"topics": idle_topics}
+        for tool in ("mirrormaker2", "ours"):
+            print(f"  {idle_topics} idle topic(s): {tool}", flush=True)
+            idle[tool] = idle_cpu(config_path, idle_topics, tool, idle_settle_s, idle_window_s)
+        result["idle"] = idle
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="conf/srm.yaml")
-    parser.add_argument("--partitions", default="1,8,64")
+    parser.add_argument("--partitions", default="8,512,2048")
     parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--topics", default="1,100,500")
-    parser.add_argument("--per-topic", type=int, default=200)
+    parser.add_argument("--topics", default="1,100,1000,2000")
+    parser.add_argument("--per-topic", type=int, default=100)
+    parser.add_argument(
+        "--idle-topics", type=int, default=2000, help="CPU of both holding this many empty topics (0: not)"
+    )
     args = parser.parse_args()
     result = measure(
         Path(args.config),
@@ -150,6 +240,7 @@ def main() -> None:
         args.records,
         [int(t) for t in args.topics.split(",") if t],
         args.per_topic,
+        idle_topics=args.idle_topics,
     )
     print(json.dumps(result, indent=2))
 

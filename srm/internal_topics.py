@@ -10,11 +10,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
 from srm.config.model import Flow
-from srm.errors import TopicConflictError
+from srm.errors import InvariantError, SrmError, TopicConflictError
 from srm.topics import describe_topic_configs, ensure_topic, partition_counts, topic_replication_factors
 
 log = logging.getLogger(__name__)
+VISIBLE_WAIT_S = 10.0  # a topic another client just created: until the brokers answer for it
+VISIBLE_POLL_S = 0.1
 
 # The exact sync history is the durable buffer between a transaction and the warehouse table
 # that keeps the whole history; a week covers any outage of the warehouse ingest.
@@ -138,9 +142,7 @@ def ensure_internal_topic(admin: Any, topic: InternalTopic, broker_count: int) -
 
 
 def check_internal_topic(admin: Any, topic: InternalTopic, replication: int) -> None:
-    found_policy = describe_topic_configs(admin, topic.name).get("cleanup.policy")
-    found_partitions = partition_counts(admin, include_internal=True).get(topic.name)
-    found_replication = topic_replication_factors(admin, [topic.name]).get(topic.name)
+    found_policy, found_partitions, found_replication = _settings_of(admin, topic.name)
     checks = [
         ("cleanup.policy", topic.cleanup_policy, found_policy),
         ("partitions", topic.partitions, found_partitions),
@@ -152,6 +154,49 @@ def check_internal_topic(admin: Any, topic: InternalTopic, replication: int) -> 
                 f"internal topic {topic.name!r} on {topic.cluster}: {setting} is {found}, expected {expected}; "
                 "it was left unchanged: fix or delete it by hand (it holds no user data of its own)"
             )
+
+
+class _NotYetVisible(Exception):
+    pass
+
+
+def _settings_of(admin: Any, name: str) -> tuple[str | None, int | None, int | None]:
+    """(cleanup.policy, partitions, replication factor) of an existing topic.
+
+    Another client may have created it an instant ago (the flows of several sources into one target
+    start at the same moment and share ``srm-owners.internal``): until every broker has it, the
+    metadata leaves it out and describing its configs says UNKNOWN_TOPIC_OR_PART. That lasts
+    milliseconds; VISIBLE_WAIT_S bounds the wait, then the check says what it found."""
+
+    def read() -> tuple[str | None, int | None, int | None]:
+        partitions = partition_counts(admin, include_internal=True).get(name)
+        if partitions is None:
+            raise _NotYetVisible(name)
+        try:
+            policy = describe_topic_configs(admin, name).get("cleanup.policy")
+        except SrmError as exc:
+            if "Unknown topic or partition" in str(exc):
+                raise _NotYetVisible(name) from exc
+            raise
+        return policy, partitions, topic_replication_factors(admin, [name]).get(name)
+
+    try:
+        for attempt in Retrying(
+            retry=retry_if_exception_type(_NotYetVisible),
+            stop=stop_after_delay(VISIBLE_WAIT_S),
+            wait=wait_fixed(VISIBLE_POLL_S),
+            reraise=True,
+        ):
+            with attempt:
+                return read()
+    except _NotYetVisible as exc:
+        if exc.__cause__ is not None:
+            raise exc.__cause__ from None
+        raise SrmError(
+            f"topic {name!r} exists (creating it was refused as a duplicate) but the cluster's metadata has not "
+            f"shown it within {VISIBLE_WAIT_S:.0f} s"
+        ) from None
+    raise InvariantError("tenacity's Retrying ends with a result or an exception")
 
 
 def capped_replication_factor(wanted: int, broker_count: int, topic: str) -> int:

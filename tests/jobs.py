@@ -23,16 +23,33 @@ class Writer(threading.Thread):
     """Produces sequence-numbered records (``burst`` every 20 ms) until stopped; ``sent`` is what
     the source holds."""
 
-    def __init__(self, cluster: Any, topic: str, partitions: int, *, start: int = 0, burst: int = 400) -> None:
+    def __init__(
+        self,
+        cluster: Any,
+        topic: str,
+        partitions: int,
+        *,
+        start: int = 0,
+        burst: int = 400,
+        only: tuple[int, ...] = (),
+        size: int = 64,
+    ) -> None:
+        """``only``: write to these partitions alone (record ``seq`` to ``only[seq % len(only)]``)."""
         super().__init__(daemon=True)
         self.cluster, self.topic, self.partitions, self.burst = cluster, topic, partitions, burst
+        self.only, self.size = only, size
         self.next = start
         self.halt = threading.Event()
+
+    def partition_of(self, seq: int) -> int:
+        return self.only[seq % len(self.only)] if self.only else seq % self.partitions
 
     def run(self) -> None:
         producer = clients.producer(self.cluster, **{"enable.idempotence": True})
         while not self.halt.is_set():
-            for record in sequenced(self.partitions, self.burst, start=self.next):
+            for record in sequenced(len(self.only) or self.partitions, self.burst, start=self.next, size=self.size):
+                if self.only:  # sequenced() spread them over len(only) partitions
+                    record["partition"] = self.only[record["partition"]]
                 producer.produce(self.topic, **record)
             self.next += self.burst
             producer.poll(0)

@@ -15,6 +15,15 @@ RSS_PERCENT_PER_HOUR = 5.0  # issue 45: every process tree's RSS within +-5% per
 PASS_GROWTH = 1.2  # the checkpoint pass at the end within 1.2x of its value at 10 minutes
 RECOVERY_S = 60.0  # new records on the target within 60 s of a fault's end
 WINDOW_MIN = 10.0  # "at 10 minutes" and "at the end": the means of 10-minute windows
+# The history once retention applies, judged as the checkpoint pass is: the mean of its last 20
+# minutes against the mean of its first 20. It is a sawtooth: the source's brokers delete segments
+# every log.retention.check.interval.ms (5 minutes), the prune runs every 5 minutes, and between
+# the two the history climbs by a quarter at the soak's retention; a slope over an hour or so reads
+# the phase at which the samples end (+-25% an hour either way on a flat history), 20-minute means
+# do not.
+HISTORY_WINDOW_MIN = 20.0
+RETENTION_CHECK_MIN = 5.0  # the brokers' log.retention.check.interval.ms
+HISTORY_GROWTH = 1.1
 # The faults that start a process tree again: its RSS is judged per lifetime, each from 10 minutes
 # after its start (a slope over the whole run would let the restarts hide a climb between them).
 RESTARTS = {
@@ -90,6 +99,15 @@ def slopes(samples: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _figure(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3f}"
+
+
+def _mean_between(points: list[tuple[float, float]], first: float, last: float) -> float | None:
+    values = [v for m, v in points if first <= m < last]
+    return statistics.fmean(values) if values else None
+
+
 def _window_mean(samples: list[dict[str, Any]], name: str, first: float, last: float) -> float | None:
     values = [v for m, v in series(samples, name, after=0.0) if first <= m < last]
     return statistics.fmean(values) if values else None
@@ -159,20 +177,37 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
     settled = o["retention_minutes"] + o["prune_s"] / 60 + WINDOW_MIN  # retention applied and pruned
     later = [s for s in samples if s["minute"] >= settled]
     unit, share = history_share(later)
+    last = max((s["minute"] for s in later), default=settled)
     for name in ("history_topic_mb", "history_table_mb", "history_rows"):
         points = [(s["minute"], s[name] * share(s)) for s in later if s.get(name) is not None]
+        early = _mean_between(points, settled, settled + HISTORY_WINDOW_MIN)
+        late = _mean_between(points, last - HISTORY_WINDOW_MIN, last + 1)
+        if not early or late is None:
+            continue
         fit = slope_per_hour(troughs(points, o["prune_s"] / 60))
-        if fit is not None:
-            slope, mean = fit
-            percent = 100 * slope / mean if mean else 0.0
-            out.append(
-                (
-                    f"{SERIES[name][0]}{unit}: stops growing once "
-                    f"retention applies (after minute {settled:.0f}; the least after each prune)",
-                    f"{percent:+.1f}% per hour",
-                    percent <= RSS_PERCENT_PER_HOUR,  # shrinking is fine
-                )
+        trend = f"; the least after each prune: {100 * fit[0] / fit[1]:+.1f}% per hour" if fit and fit[1] else ""
+        out.append(
+            (
+                f"{SERIES[name][0]}{unit}: stops growing once retention applies (the last "
+                f"{HISTORY_WINDOW_MIN:.0f} minutes within {HISTORY_GROWTH}x of minutes "
+                f"{settled:.0f}-{settled + HISTORY_WINDOW_MIN:.0f})",
+                f"{_figure(early)} -> {_figure(late)} ({late / early:.2f}x){trend}",
+                late <= HISTORY_GROWTH * early,
             )
+        )
+    spans = [s["history_span_min"] for s in later if s.get("history_span_min") is not None]
+    if spans:
+        # What the prune keeps reaches back to the log start; the brokers delete a segment at their
+        # retention check (log.retention.check.interval.ms, 5 minutes) and the prune follows within prune_s.
+        bound = o["retention_minutes"] + o["prune_s"] / 60 + RETENTION_CHECK_MIN
+        out.append(
+            (
+                f"how far back the history of the settled partitions reaches: at most the source's retention, a "
+                f"prune and a retention check ({bound:.0f} minutes), after minute {settled:.0f}",
+                f"{min(spans):.1f}-{max(spans):.1f} minutes",
+                max(spans) <= bound,
+            )
+        )
     end = max((s["minute"] for s in samples), default=0.0)
     first = f"minutes {SETTLED_MIN:.0f}-{SETTLED_MIN + WINDOW_MIN:.0f}"
     per_position = [

@@ -229,7 +229,7 @@ class Soak:
         p50, p99 = latency(values)
         warehouse = Warehouse(self.config.storage.warehouse)
         try:
-            rows = warehouse.scan(SYNC_HISTORY, None, ["topic", "partition"])
+            rows = warehouse.scan(SYNC_HISTORY, None, ["topic", "partition", "committed_at"])
         except Exception as exc:  # a file the prune's vacuum deleted under the scan: 0 this minute
             log.warning("counting the history's rows failed: %s", exc)
             rows = None
@@ -256,6 +256,7 @@ class Soak:
             source_partitions=sum(self.topics.values()),
             settled_partitions=len(settled),
             settled_rows=None if rows is None else settled_rows(rows, settled),
+            history_span_min=None if rows is None else history_span_min(rows, settled),
         )
 
     def _settled(self, at_s: float) -> set[tuple[str, int]]:
@@ -376,6 +377,23 @@ def log_starts(soak: Soak) -> dict[tuple[str, int], int]:
     rows = Warehouse(soak.config.storage.warehouse).read(SYNC_HISTORY, flow=soak.flow.name)
     keys = sorted({(r["topic"], r["partition"]) for r in rows})
     return list_offsets(soak.source_admin, keys, "earliest")
+
+
+def history_span_min(rows: Any, settled: set[tuple[str, int]]) -> float | None:
+    """The time the history of the ``settled`` partitions spans: minutes from the oldest row's
+    commit to the newest row's, of the partition whose history reaches back furthest."""
+    if not settled or rows.num_rows == 0:
+        return None
+    spans = rows.group_by(["topic", "partition"]).aggregate([("committed_at", "min"), ("committed_at", "max")])
+    newest = max((r["committed_at_max"] for r in spans.to_pylist() if r["committed_at_max"] is not None), default=None)
+    oldest = [
+        r["committed_at_min"]
+        for r in spans.to_pylist()
+        if (r["topic"], r["partition"]) in settled and r["committed_at_min"] is not None
+    ]
+    if newest is None or not oldest:
+        return None
+    return round((newest - min(oldest)).total_seconds() / 60, 1)
 
 
 def settled_rows(rows: Any, settled: set[tuple[str, int]]) -> int:

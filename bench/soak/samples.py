@@ -19,6 +19,7 @@ SERIES = {
     "history_topic_mb": ("history topic: its log segments on disk", "MiB"),
     "history_table_mb": ("history table on disk (live files, replaced ones not vacuumed yet, log)", "MiB"),
     "history_rows": ("history table rows of the flow", "rows"),
+    "history_span_min": ("how far back the history of the settled partitions reaches", "min"),
     "checkpoint_pass_s": ("last checkpoint pass (its own duration)", "s"),
     "checkpoint_peak_pss_mb": ("last checkpoint pass: peak PSS of its tree", "MiB"),
     "checkpoint_positions": ("last checkpoint pass: group positions translated", "positions"),
@@ -49,6 +50,7 @@ class Sample:
     source_partitions: int | None = None  # of the load's topics (faults add some)
     settled_partitions: int | None = None  # of them, those older than the retention and a prune
     settled_rows: int | None = None  # the history rows of those
+    history_span_min: float | None = None  # how far back their history reaches (oldest commit to newest)
 
     def row(self) -> dict[str, Any]:
         return asdict(self)

@@ -154,6 +154,11 @@ class FlowSettings(BaseModel):
     # early end), of metrics rows and of the job's log line. A run's first lease is at most
     # srm.replication.lease.FIRST_LEASE_S (5) long.
     task_lease_seconds: int = Field(30, alias="task.lease.seconds", ge=5, le=3600)
+    # Continuous mode: partitions are placed on the copy slots by their observed load
+    # (srm/replication/assignment.py). When the busiest slot carries much more than a new placement
+    # would give it, the flow places them again (a new epoch: every copier pauses for a few
+    # seconds), at most once in this many seconds. 0: never; partitions keep the slots they got.
+    tasks_rebalance_interval_seconds: int = Field(600, alias="tasks.rebalance.interval.seconds", ge=0)
     # The Airflow connection whose host is the Spark master of the flow's jobs (DAG tasks;
     # `srm-control run` takes --master). Off this machine the executors run spark.pyspark.python
     # (default python3.<minor> of the driver's version) with the project shipped in an archive.

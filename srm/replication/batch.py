@@ -1,9 +1,10 @@
 """One micro-batch on the driver: topics ready, copy job, accounting, one log line.
 
 1. Remote topics for every planned range exist with the right partitions (created or grown).
-2. The ranges are grouped by transactional slot (a stable hash of topic and partition, so the
-   same partition always belongs to the same slot within an epoch of the flow's ownership) and
-   copied by a Spark job with one task per slot.
+2. The ranges are grouped by transactional slot, placed by their load (:mod:`.assignment`: an
+   available-now batch by the records it plans, continuous mode by observed bytes/s, a partition
+   keeping its slot within an epoch of the flow's ownership) and copied by a Spark job with one
+   task per slot.
 3. Syncs, metrics, losses and history are written in the background (:mod:`.accounting`).
 4. One readable line is logged. Losses under ``on_data_loss: fail`` stop the flow here.
 
@@ -14,8 +15,8 @@ runs continuous mode's leases on the same parts.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
-import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import DataLossError, InvariantError, LastingFaultError, ReplicationError, SrmError
 from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic, progress_topic_name
 from srm.replication.accounting import Accounting, Phases
+from srm.replication.assignment import RECORD_COST_BYTES, Assignment, Key, balanced
 from srm.replication.copier import run_slot
 from srm.replication.flow_state import FlowStates
 from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
@@ -38,11 +40,6 @@ from srm.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
 ACCOUNTING_CLOSE_S = 120.0  # at the end of a run: what the accounting may still take
-
-
-def slot_of(topic: str, partition: int, slots: int) -> int:
-    """Stable across processes and restarts (Python's own hash() is salted per process)."""
-    return zlib.crc32(f"{topic}\x00{partition}".encode()) % slots
 
 
 class BatchRunner:
@@ -72,6 +69,7 @@ class BatchRunner:
         self.states.started()
         context = spark.sparkContext
         local = str(context.master).startswith("local")  # the executor is this driver's JVM
+        self.assignment = Assignment(flow.name)
         self.slot_daemons = SlotDaemons(
             flow.name, int(context._jvm.java.lang.ProcessHandle.current().pid()) if local else None
         )
@@ -187,9 +185,12 @@ class BatchRunner:
         own = self.ownership
         if own.tasks != self.flow.settings.tasks_max:  # tasks.max changed: a new epoch first
             own = self.owner.claim(self.flow.settings.tasks_max, self.mode)
+        elif lease is not None and (drift := self._drift()) is not None:
+            own = self.owner.claim(own.tasks, self.mode, reason=f"partitions placed again by load: {drift}")
         grouped: dict[int, list[CopyRange]] = defaultdict(list)
+        placement = self._placement(ranges, own.epoch, own.tasks, continuous=lease is not None)
         for r in ranges:
-            grouped[slot_of(r.topic, r.partition, own.tasks)].append(r)
+            grouped[placement[r.key]].append(r)
         mm2 = mm2_offset_syncs_topic(self.flow)
         on_target = self.flow.settings.emit_offset_syncs_enabled and mm2.cluster == self.flow.target
         return [
@@ -210,6 +211,16 @@ class BatchRunner:
             for slot in range(own.tasks)
             if slot in grouped or lease is not None  # a lease runs every slot, to pick up new partitions
         ]
+
+    def _drift(self) -> str | None:
+        return self.assignment.drift(time.monotonic(), self.flow.settings.tasks_rebalance_interval_seconds)
+
+    def _placement(self, ranges: list[CopyRange], epoch: int, slots: int, *, continuous: bool) -> dict[Key, int]:
+        """The slot of each range's partition (srm.replication.assignment): in available-now mode by
+        the records each plans to copy, in continuous mode kept within the epoch."""
+        if continuous:
+            return self.assignment.place((r.key for r in ranges), epoch, slots, time.monotonic())
+        return balanced({r.key: float(RECORD_COST_BYTES * max(0, r.end - r.start)) for r in ranges}, slots)
 
     def _copy(self, batch_id: int, jobs: list[CopyJob], task: Any) -> list[dict[str, Any]]:
         return list(self._copy_rdd(batch_id, jobs, task).collect())

@@ -140,9 +140,11 @@ class LeaseRunner(BatchRunner):
         lease = Lease(batch_id, seconds, s.transaction_interval_ms)
         jobs = self.jobs([replace(r, end=OPEN_END) for r in ranges], lease)
         self.watcher.expect(self.flow, {r.key for r in ranges})
+        started = time.monotonic()
         running = self._jobs.submit(lambda: self._copy_rdd(batch_id, jobs, run_lease).collect())
         self._watch(batch_id, running, seconds)
         payloads, fault = split_faults(running.result())
+        self.assignment.observe((p["row"] for p in payloads), time.monotonic() - started)
         if fault is None:
             self.states.copying()
         phases.lap("lease")

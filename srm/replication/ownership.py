@@ -202,8 +202,16 @@ class FlowOwner:
         self._consumer = clients.reader(target, "__srm.owners")
         self._tail = 0
 
-    def claim(self, tasks: int, mode: str) -> Ownership:
-        """Make this run the owner with ``tasks`` slots, fencing every earlier epoch's producers."""
+    def claim(self, tasks: int, mode: str, *, reason: str | None = None) -> Ownership:
+        """Make this run the owner with ``tasks`` slots, fencing every earlier epoch's producers.
+        ``reason``: why this run begins a new epoch with the same tasks (said in the log).
+
+        A run that owns the flow begins a new epoch only while it still does: if another run took
+        the flow over meanwhile, FlowTakenOverError, before this run's producer fences anything."""
+        if self.current is not None:
+            latest, self._tail = latest_ownership(self._consumer, self.flow, self._tail, timeout_s=10.0)
+            if latest is not None and (latest.run != self.run or latest.epoch != self.current.epoch):
+                raise taken_over(self.flow, self.current, latest)
         self._producer = self._new_producer()
         previous, self._tail = latest_ownership(self._consumer, self.flow)
         since = datetime.now(UTC).isoformat(timespec="seconds")
@@ -218,11 +226,16 @@ class FlowOwner:
         ids = [tid for e, n in unfenced for slot in range(n) for tid in copy_transactional_ids(self.flow, e, slot)]
         fence_producers(self.target, ids)
         self._write(replace(record, unfenced=()))
-        self._log_claim(previous, record, len(ids))
+        self._log_claim(previous, record, len(ids), reason)
         return record
 
-    def _log_claim(self, previous: Ownership | None, record: Ownership, fenced: int) -> None:
-        if previous is not None and previous.run == self.run:
+    def _log_claim(self, previous: Ownership | None, record: Ownership, fenced: int, reason: str | None) -> None:
+        if previous is not None and previous.run == self.run and reason is not None:
+            log.info(
+                "flow %s: %s; epoch %d begins (%d producer(s) of epoch %d fenced)",
+                *(self.flow.name, reason, record.epoch, fenced, previous.epoch),
+            )
+        elif previous is not None and previous.run == self.run:
             log.info(
                 "flow %s: tasks.max %d -> %d, epoch %d begins (%d producer(s) of epoch %d fenced)",
                 *(self.flow.name, previous.tasks, record.tasks, record.epoch, fenced, previous.epoch),

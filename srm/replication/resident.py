@@ -95,9 +95,18 @@ class ResidentCopier(threading.Thread):
                     f"copier {self.name} did not commit within {TAKE_TIMEOUT_S:.0f} s at the end of its lease"
                 )
         with self._lock:
-            taken = self._take.pop() if self._take else self.final
+            taken = self._take.pop() if self._take else self._final_once()
             carried, self.carried = self.carried, []
         return [*carried, *taken]
+
+    def hand_final(self) -> list[PartitionResult]:
+        """A copier that ended without an error: what it committed since the last take, once."""
+        with self._lock:
+            return self._final_once() if self.error is None else []
+
+    def _final_once(self) -> list[PartitionResult]:
+        final, self.final = self.final, []
+        return final
 
     def _sitting_out_an_outage(self) -> bool:
         """Is the copier retrying a fault within the flow's errors.retry.timeout (or for good)?"""
@@ -274,7 +283,10 @@ def attach(job: CopyJob) -> ResidentCopier:
         if copier is not None and running:  # another epoch, writer or settings: it commits and stops
             copier.deadline = 0.0
             copier.join(TAKE_TIMEOUT_S)
-            carried = copier.final if copier.error is None else []  # what it copied since the last take
+        if copier is not None and not copier.is_alive() and copier.job.owners_run == job.owners_run:
+            # What it committed since the last take (also when it stopped by itself, seeing this
+            # run's new epoch): reported by the new copier's first take, once.
+            carried = copier.hand_final()
         freeze_heap()
         copier = ResidentCopier(job, digests)
         copier.carried = carried

@@ -154,3 +154,48 @@ def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
             consumer.close()
     assert seen["read_uncommitted"] == sorted(t for t, _ in zombies)
     assert seen["read_committed"] == []
+
+
+def test_hot_partitions_sharing_a_slot_are_placed_apart_by_load_in_a_new_epoch_exactly_once(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """4 partitions on 2 slots, dealt 0, 2 -> slot 0 and 1, 3 -> slot 1 while nothing is known of
+    their load; only 0 and 2 carry records (~1 MiB/s each): the flow places them again, apart."""
+    from tests.replication import contents, sequence_report
+
+    topic = unique("own-hot")
+    flow = {
+        "source": "west",
+        "target": "east",
+        "topics": [topic],
+        "tasks.max": 2,
+        "task.lease.seconds": 5,
+        "tasks.rebalance.interval.seconds": 10,
+    }
+    env = make_env(kafka, tmp_path, [flow])
+    ensure_topic(clients.admin_client(env.west), topic, 4)
+    writer = Writer(env.west, topic, 4, burst=20, only=(0, 2), size=2048)  # up to 1,000 records of 2 KiB a second
+    writer.start()
+    try:
+        job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "job.log", master="local[2, 4]")
+        moved = job.wait_for(
+            r"partitions placed again by load: the busiest slot copies ([\d,]+) KiB/s where a new placement gives it "
+            r"([\d,]+) KiB/s; epoch (\d+) begins",
+            timeout_s=120,
+        )
+        busiest, best = (int(moved.group(i).replace(",", "")) for i in (1, 2))
+        assert busiest >= 1.8 * best, moved.group(0)  # both hot ones on one slot, then one on each
+        slot_0 = r"slot 0: 2 partition\(s\), [\d,]+ KiB/s \(([^)]*)\); slot 1"
+        dealt = job.wait_for(rf"epoch \d+ places the partitions by load: {slot_0}")  # the first: no load known
+        assert dealt.group(1).split(", ") == [f"{topic}[0]", f"{topic}[2]"], dealt.group(0)
+        placed = job.wait_for(rf"epoch {moved.group(3)} places the partitions by load: {slot_0}")
+        hot_on_slot_0 = [name for name in placed.group(1).split(", ") if name in (f"{topic}[0]", f"{topic}[2]")]
+        assert len(hot_on_slot_0) == 1, placed.group(0)  # one hot partition on each slot
+        copying(env, topic, job)  # the new epoch copies on
+        caught_up(env, [writer])
+        assert job.stop() == 0, job.text()[-3000:]
+    finally:
+        writer.stop()
+    remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
+    expected = {p: [s for s in range(writer.next) if writer.partition_of(s) == p] for p in range(4)}
+    assert sequence_report(contents(env.east, remote), expected) == CLEAN

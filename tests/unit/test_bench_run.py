@@ -35,3 +35,31 @@ def test_a_part_measured_again_says_when() -> None:
         "Measured again 2999-01-01 09:10 UTC, apart from the run above (`bench.run --only failover`)."
     )
     assert sum("Measured again" in line for line in rendered) == 1
+
+
+def test_the_scale_section_gives_first_records_idle_cpu_and_a_plot_of_both_tools(tmp_path: Path) -> None:
+    def run(per_s: int, first_s: float) -> dict[str, object]:
+        return {"copy_records_per_s": per_s, "first_record_after_s": first_s, "new_topic_seconds": 1.5, "records": 1}
+
+    sc = {
+        "command": "python -m bench.scale",
+        "partitions": [
+            {"partitions": p, "records": 10, "mirrormaker2": run(100, 1.0), "ours": run(150, 1.0), "ours_vs_mm2": 1.5}
+            for p in (8, 512)
+        ],
+        "topics": [
+            {"topics": t, "mirrormaker2": run(1000, 15.5), "ours": run(2000, 9.0), "ours_vs_mm2": 2.0}
+            for t in (1000, 2000)
+        ],
+        "idle": {
+            "topics": 2000,
+            "mirrormaker2": {"cpu_seconds_per_minute": 3.2, "remote_topics_after_s": 20.0, "window_s": 180.0},
+            "ours": {"cpu_seconds_per_minute": 2.9, "remote_topics_after_s": 9.0, "window_s": 180.0},
+        },
+    }
+    lines = report.scale(sc)
+    assert "| 2000 | 1 | 1,000 | 2,000 | 2.0 | 15.5 s | 9.0 s | 1.5 s | 1.5 s |" in lines
+    assert "| CPU seconds per minute | 3.2 | 2.9 |" in lines
+    assert f"![records/s against topics and partitions, both tools]({report.SCALE_PLOT})" in lines
+    report.plot_scale(sc, tmp_path / report.SCALE_PLOT)
+    assert (tmp_path / report.SCALE_PLOT).stat().st_size > 10_000

@@ -9,7 +9,6 @@ import pytest
 from srm.errors import DataLossError, ReplicationError
 from srm.records import OffsetRunsRecord
 from srm.replication import offsets as plan
-from srm.replication.batch import slot_of
 from srm.replication.runs import OffsetRun, RunTracker, SyncPacer
 from srm.replication.stats import LatencyStats
 from srm.sparkapp import user_error
@@ -148,13 +147,6 @@ def test_plans_are_the_same_when_only_initial_markers_differ() -> None:
     assert plan.same(a, plan.build({("a", 0): 4}, {"a": "i"}))
     assert not plan.same(a, plan.build({("a", 0): 5}, {"a": "i"}))
     assert not plan.same(a, plan.build({("a", 0): 4}, {"a": "j"}))
-
-
-def test_slots_are_stable_and_spread() -> None:
-    slots = [slot_of("orders", p, 4) for p in range(64)]
-    assert slots == [slot_of("orders", p, 4) for p in range(64)]  # deterministic (not Python's salted hash)
-    assert set(slots) == {0, 1, 2, 3}
-    assert {slot_of("t", p, 1) for p in range(10)} == {0}
 
 
 def test_configs_to_copy_follow_mm2_rules() -> None:

@@ -123,6 +123,10 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
         def renew(self, job: Any) -> None:
             self.renewed.append(job)
 
+        def hand_final(self) -> list[Any]:
+            final, self.final = self.final, []
+            return final
+
     password = {"b": "before"}
     monkeypatch.setattr(resident, "ResidentCopier", Copier)
     monkeypatch.setattr(resident, "freeze_heap", lambda: None)
@@ -131,7 +135,7 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
     source, target = type("C", (), {"alias": "a"})(), type("C", (), {"alias": "b"})()
     settings = type("S", (), {"exactly_once": True, "on_data_loss": "fail"})()
     job = type("Job", (), {"flow": type("F", (), {"name": "a->b", "settings": settings})(), "slot": 0, "epoch": 1})()
-    job.source, job.target, job.ranges = source, target, ()
+    job.source, job.target, job.ranges, job.owners_run = source, target, (), "run-1"
     first = resident.attach(job)
     assert resident.attach(job) is first and first.renewed == [job], "the same settings: renewed"
     password["b"] = "after"
@@ -140,3 +144,18 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
     assert second.digests == ("same", "after")
     assert second.carried == ["results of copier 0"], "what the old one copied reaches the next take"
     second.deadline = 0.0
+    second.join(5)  # it stopped by itself, as a copier does when this run's next epoch begins
+
+    def job_of(epoch: int, run: str) -> Any:
+        other = type("Job", (), {"flow": job.flow, "slot": 0, "epoch": epoch})()
+        other.source, other.target, other.ranges, other.owners_run = source, target, (), run
+        return other
+
+    third = resident.attach(job_of(2, "run-1"))
+    assert third.carried == ["results of copier 1"], "what a copier that stopped by itself copied is reported"
+    assert second.final == [], "once"
+    third.deadline = 0.0
+    third.join(5)
+    fourth = resident.attach(job_of(3, "run-2"))
+    assert fourth.carried == [], "another run's copier's results are not this run's to report"
+    fourth.deadline = 0.0
