@@ -393,7 +393,7 @@ def history_span_min(rows: Any, settled: set[tuple[str, int]]) -> float | None:
     ]
     if newest is None or not oldest:
         return None
-    return round((newest - min(oldest)).total_seconds() / 60, 1)
+    return round(float((newest - min(oldest)).total_seconds()) / 60, 1)
 
 
 def settled_rows(rows: Any, settled: set[tuple[str, int]]) -> int:
