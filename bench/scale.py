@@ -91,14 +91,21 @@ def new_topic_seconds(source: Cluster, target: Cluster, name: str, remote: str) 
     return None
 
 
-def group_cpu_seconds(pgid: int) -> float:
-    """User and system CPU seconds of the live processes of process group ``pgid`` so far."""
-    total = 0.0
+def group_cpu_seconds(pgid: int) -> dict[int, float]:
+    """User and system CPU seconds so far of each live process of process group ``pgid``."""
+    found = {}
     for process in replicators.group(pgid):
         with contextlib.suppress(psutil.Error):
             times = process.cpu_times()
-            total += times.user + times.system
-    return total
+            found[process.pid] = times.user + times.system
+    return found
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two readings of a process group: of each process alive at the second,
+    what it used since the first (all of it if it started meanwhile). A process that ended in
+    between is not counted (its share is lost: idle replicators start none)."""
+    return sum(max(0.0, used - before.get(pid, 0.0)) for pid, used in after.items())
 
 
 def remote_topics_created(target: Cluster, remotes: list[str]) -> int:
@@ -141,7 +148,7 @@ def idle_cpu(
             time.sleep(settle_s)
             before, at = group_cpu_seconds(process.pid), time.monotonic()
             time.sleep(window_s)
-            used, seconds = group_cpu_seconds(process.pid) - before, time.monotonic() - at
+            used, seconds = cpu_used(before, group_cpu_seconds(process.pid)), time.monotonic() - at
         finally:
             replicators.stop(process)
     latency.delete_topics(source, names)

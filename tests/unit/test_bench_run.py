@@ -63,3 +63,11 @@ def test_the_scale_section_gives_first_records_idle_cpu_and_a_plot_of_both_tools
     assert f"![records/s against topics and partitions, both tools]({report.SCALE_PLOT})" in lines
     report.plot_scale(sc, tmp_path / report.SCALE_PLOT)
     assert (tmp_path / report.SCALE_PLOT).stat().st_size > 10_000
+
+
+def test_the_idle_cpu_counts_each_process_from_its_first_reading_and_never_goes_negative() -> None:
+    from bench.scale import cpu_used
+
+    before = {1: 10.0, 2: 5.0, 3: 7.0}  # 3 ends before the second reading
+    after = {1: 12.5, 2: 5.0, 4: 0.5}  # 4 started in between
+    assert cpu_used(before, after) == 3.0
