@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import subprocess
 import tempfile
 import time
 import uuid
@@ -113,6 +114,19 @@ def remote_topics_created(target: Cluster, remotes: list[str]) -> int:
     return sum(1 for name in remotes if name in existing)
 
 
+def start_on_pattern(
+    tool: str, config_path: Path, workdir: Path, pattern: str, topics: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``tool`` replicating the topics ``pattern`` admits, continuously: (its process, the source's
+    alias on the target). MM2 with ``tasks.max`` = min(topics, 8) and a 5 s topic refresh."""
+    if tool == "ours":
+        return replicators.ours(config_path, workdir, pattern)
+    config = load_config(config_path)
+    flow = config.enabled_flows()[0]
+    source, target = config.cluster(flow.source), config.cluster(flow.target)
+    return replicators.mirrormaker2(source, target, workdir, pattern, tasks=min(topics, 8), extra=MM2_REFRESH)
+
+
 def idle_cpu(
     config_path: Path, topics: int, tool: str, settle_s: float = IDLE_SETTLE_S, window_s: float = IDLE_WINDOW_S
 ) -> dict[str, Any]:
@@ -128,13 +142,7 @@ def idle_cpu(
     names = [f"{prefix}{i:04d}" for i in range(topics)]
     ensure_topics(clients.admin_client(source), [NewTopicSpec(name, 1, 1) for name in names])
     with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        if tool == "ours":
-            process, alias = replicators.ours(config_path, workdir, f"{prefix}.*")
-        else:
-            process, alias = replicators.mirrormaker2(
-                source, target, workdir, f"{prefix}.*", tasks=min(topics, 8), extra=MM2_REFRESH
-            )
+        process, alias = start_on_pattern(tool, config_path, Path(tmp), f"{prefix}.*", topics)
         remotes = [f"{alias}.{name}" for name in names]
         try:
             started = time.monotonic()
@@ -171,13 +179,7 @@ def by_topics(config_path: Path, topics: int, per_topic: int, tool: str) -> dict
     fill_topics(source, names, per_topic)
     records = topics * per_topic
     with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        if tool == "ours":
-            process, alias = replicators.ours(config_path, workdir, f"{prefix}.*")
-        else:
-            process, alias = replicators.mirrormaker2(
-                source, target, workdir, f"{prefix}.*", tasks=min(topics, 8), extra=MM2_REFRESH
-            )
+        process, alias = start_on_pattern(tool, config_path, Path(tmp), f"{prefix}.*", topics)
         try:
             watch = TargetWatch(target, {f"{alias}.{name}": 1 for name in names}, records)
             watch.join(CATCH_UP_TIMEOUT_S)
