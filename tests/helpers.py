@@ -23,17 +23,26 @@ def produce(cluster: Cluster, topic: str, records: list[dict[str, Any]]) -> None
 def read_all(cluster: Cluster, topic: str, expected: int, timeout_s: float = 30.0) -> list[Any]:
     """Every committed record of ``topic`` from the beginning, waiting until ``expected`` arrived.
 
-    Assigns partitions directly (no group rebalance), so a read takes milliseconds.
+    Assigns partitions directly (no group rebalance), so a read takes milliseconds. A just-created
+    topic's metadata may name only some of its partitions at first: they are listed again each
+    second until the records are in, and the ones found later are assigned too.
     """
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     consumer = clients.consumer(cluster, "srm-test-reader")
-    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+    assigned: set[int] = set()
     records: list[Any] = []
     deadline = time.monotonic() + timeout_s
+    listed = 0.0
     try:
         while len(records) < expected and time.monotonic() < deadline:
+            if time.monotonic() - listed >= 1.0:
+                listed = time.monotonic()
+                metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+                found = set(metadata.partitions) - assigned
+                if found:
+                    consumer.incremental_assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(found)])
+                    assigned |= found
             for message in consumer.consume(num_messages=500, timeout=0.05):
                 assert message.error() is None, message.error()
                 records.append(message)
