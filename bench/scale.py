@@ -72,9 +72,15 @@ def fill_topics(source: Cluster, names: list[str], per_topic: int) -> None:
     producer = clients.producer(source, **{"linger.ms": 20})
     for name in names:
         for _ in range(per_topic):
-            producer.produce(name, value=b"s" * 100)
+            while True:
+                try:
+                    producer.produce(name, value=b"s" * 100)
+                    break
+                except BufferError:  # its queue is full (100,000 records): let acknowledgements drain it
+                    producer.poll(0.1)
         producer.poll(0)
-    producer.flush(60)
+    if producer.flush(60):
+        raise RuntimeError(f"records to {len(names)} topics not acknowledged within 60 s")
 
 
 def new_topic_seconds(source: Cluster, target: Cluster, name: str, remote: str) -> float | None:

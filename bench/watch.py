@@ -23,11 +23,13 @@ from srm.topics import list_offsets, partition_counts
 POLL_S = 0.1
 
 
-def visible_records(admin: Any, topics: dict[str, int], *, committed: bool = True) -> int:
+def visible_records(
+    admin: Any, topics: dict[str, int], *, committed: bool = True, present: list[tuple[str, int]] | None = None
+) -> int:
     """Sum of the end offsets of the ``topics`` (name -> partitions) that exist with all their
-    partitions: last stable offsets, or high watermarks with ``committed=False``."""
-    counts = partition_counts(admin)
-    present = [(t, p) for t, n in topics.items() if counts.get(t) == n for p in range(n)]
+    partitions: last stable offsets, or high watermarks with ``committed=False``. ``present``: the
+    partitions known to exist (the metadata is not asked again)."""
+    present = present if present is not None else present_partitions(admin, topics)
     if not present:
         return 0
     try:
@@ -35,6 +37,12 @@ def visible_records(admin: Any, topics: dict[str, int], *, committed: bool = Tru
     except SrmError:  # just created: leaders are still being elected
         return 0
     return sum(ends.values())
+
+
+def present_partitions(admin: Any, topics: dict[str, int]) -> list[tuple[str, int]]:
+    """The partitions of those of ``topics`` (name -> partitions) that exist with all their partitions."""
+    counts = partition_counts(admin)
+    return [(t, p) for t, n in topics.items() if counts.get(t) == n for p in range(n)]
 
 
 class TargetWatch(threading.Thread):
@@ -49,15 +57,22 @@ class TargetWatch(threading.Thread):
         self.first: float | None = None
         self.done: float | None = None
         self.seen = 0
+        self.slowest_poll = 0.0  # the figures' resolution: a poll's own time, plus POLL_S
         self._stop_event = threading.Event()
         self.start()
 
     def run(self) -> None:
+        everything = [(t, p) for t, n in self.topics.items() for p in range(n)]
+        present: list[tuple[str, int]] = []
         while not self._stop_event.is_set():
-            if self.first is None and visible_records(self.admin, self.topics, committed=False):
+            began = time.monotonic()
+            if len(present) < len(everything):  # once all exist, their metadata is not asked again
+                present = present_partitions(self.admin, self.topics)
+            if self.first is None and visible_records(self.admin, self.topics, committed=False, present=present):
                 self.first = time.monotonic()
-            self.seen = visible_records(self.admin, self.topics)
+            self.seen = visible_records(self.admin, self.topics, present=present)
             now = time.monotonic()
+            self.slowest_poll = max(self.slowest_poll, now - began)
             if self.seen >= self.expected:
                 self.done = now
                 return
@@ -81,4 +96,5 @@ class TargetWatch(threading.Thread):
             "copy_seconds": round(copy_s, 2) if copy_s else None,
             "copy_records_per_s": round(records / copy_s) if copy_s else None,
             "copy_mb_per_s": round(records * size / 1e6 / copy_s, 1) if copy_s else None,
+            "poll_resolution_s": round(self.slowest_poll + POLL_S, 2),
         }

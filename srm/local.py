@@ -68,6 +68,14 @@ BASE_SERVER_PROPERTIES = {
     "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     "log.retention.check.interval.ms": "10000",
+    # A partition's offset and time indexes are files of this size, mapped into memory and sparse
+    # until written. Where the disk reads ahead far (8 MiB on the VMs these clusters are measured
+    # on; 128 KiB is common), the first write to a new index faults in and zero-fills that much:
+    # 2 x ~10 ms of the broker's kernel time per new partition (perf: memset under
+    # page_cache_ra_order), which at 1,000 new topics was most of a copy's time (bench/REPORT.md,
+    # "Scale"). 256 KiB still indexes ~85 MB of a segment at the default 4 KiB interval; a segment
+    # rolls once its index is full.
+    "log.index.size.max.bytes": str(256 * 1024),
 }
 
 
