@@ -62,8 +62,16 @@ def fill(source: Cluster, topics: list[str], partitions: int, records: int) -> l
     ensure_topics(clients.admin_client(source), [NewTopicSpec(name, n) for name, n in sizes.items() if n])
     keys = [(name, p) for name, n in sizes.items() for p in range(n)]
     producer = clients.producer(source, **{"linger.ms": 20})
-    for _ in range(records):
-        for topic, partition in keys:
+    deadline = time.monotonic() + 60
+    while True:  # just created: the producer refuses a topic its metadata does not have yet
+        known = producer.list_topics(timeout=10).topics
+        if all(len(getattr(known.get(name), "partitions", {})) == n for name, n in sizes.items() if n):
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the {len(topics)} topics did not reach the metadata of {source.alias} within 60 s")
+        time.sleep(0.5)
+    for topic, partition in keys:  # a partition's records together: batches of many records
+        for _ in range(records):
             while True:
                 try:
                     producer.produce(topic, b"x" * 100, partition=partition)
@@ -83,13 +91,13 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
     prefix = f"cpscale-{uuid.uuid4().hex[:8]}-"
     names = [f"{prefix}{i:04d}" for i in range(topics)]
     admin = clients.admin_client(source)
-    keys = fill(source, names, partitions, records)
-    ends = list_offsets(admin, keys, "latest")
     rng = random.Random(1)
     with tempfile.TemporaryDirectory() as tmp:
         path, src, tgt = flow_config(base, Path(tmp), f"{prefix}.*", True, 2)
         args = ["--source", src, "--target", tgt, "--config", str(path)]
         try:
+            keys = fill(source, names, partitions, records)
+            ends = list_offsets(admin, keys, "latest")
             replicate_s, _, _ = submit("replicate.py", [*args, "--mode", "available-now"])
             group_names = [f"cpscale-group-{i:04d}-{prefix}" for i in range(groups)]
             started = time.monotonic()
