@@ -25,6 +25,7 @@ from typing import Any
 
 from bench import latency
 from bench.available_now import flow_config
+from bench.scale import fill_partitions
 from bench.soak.job import PASS_LINE
 from bench.usage import Usage
 from srm import clients
@@ -61,26 +62,7 @@ def fill(source: Cluster, topics: list[str], partitions: int, records: int) -> l
     sizes = {name: per_topic + (1 if i < extra else 0) for i, name in enumerate(topics)}
     ensure_topics(clients.admin_client(source), [NewTopicSpec(name, n) for name, n in sizes.items() if n])
     keys = [(name, p) for name, n in sizes.items() for p in range(n)]
-    producer = clients.producer(source, **{"linger.ms": 20})
-    deadline = time.monotonic() + 60
-    while True:  # just created: the producer refuses a topic its metadata does not have yet
-        known = producer.list_topics(timeout=10).topics
-        if all(len(getattr(known.get(name), "partitions", {})) == n for name, n in sizes.items() if n):
-            break
-        if time.monotonic() > deadline:
-            raise SystemExit(f"the {len(topics)} topics did not reach the metadata of {source.alias} within 60 s")
-        time.sleep(0.5)
-    for topic, partition in keys:  # a partition's records together: batches of many records
-        for _ in range(records):
-            while True:
-                try:
-                    producer.produce(topic, b"x" * 100, partition=partition)
-                    break
-                except BufferError:  # its queue is full: let acknowledgements drain it
-                    producer.poll(0.1)
-        producer.poll(0)
-    if producer.flush(120):
-        raise SystemExit(f"records to {len(topics)} topics not acknowledged within 120 s")
+    fill_partitions(source, keys, records)
     return keys
 
 

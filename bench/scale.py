@@ -44,6 +44,7 @@ from srm.topics import NewTopicSpec, ensure_topic, ensure_topics, partition_coun
 MM2_REFRESH = ("refresh.topics.interval.seconds = 5",)
 CATCH_UP_TIMEOUT_S = 600.0
 NEW_TOPIC_TIMEOUT_S = 120.0
+FILL_TIMEOUT_S = 120.0
 IDLE_SETTLE_S = 60.0  # after the remote topics exist: start-up work done (MM2's first refresh, our first leases)
 IDLE_WINDOW_S = 180.0
 
@@ -69,18 +70,38 @@ def ratio(ours: float | None, theirs: float | None) -> float | None:
 
 def fill_topics(source: Cluster, names: list[str], per_topic: int) -> None:
     ensure_topics(clients.admin_client(source), [NewTopicSpec(name, 1) for name in names])
+    fill_partitions(source, [(name, 0) for name in names], per_topic)
+
+
+def fill_partitions(source: Cluster, keys: list[tuple[str, int]], records: int, size: int = 100) -> None:
+    """``records`` records of ``size`` bytes into each of ``keys`` (topic, partition), a partition's
+    records together (batches of many), once the producer's metadata has every just-created topic."""
     producer = clients.producer(source, **{"linger.ms": 20})
-    for name in names:
-        for _ in range(per_topic):
+    wanted: dict[str, int] = {}
+    for topic, partition in keys:
+        wanted[topic] = max(wanted.get(topic, 0), partition + 1)
+    deadline = time.monotonic() + FILL_TIMEOUT_S
+    while True:  # the producer refuses a topic its metadata does not have yet
+        known = producer.list_topics(timeout=10).topics
+        if all(t in known and len(known[t].partitions) >= n for t, n in wanted.items()):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"{len(wanted)} new topics not in the metadata of {source.alias} within {FILL_TIMEOUT_S:.0f} s"
+            )
+        time.sleep(0.5)
+    value = b"s" * size
+    for topic, partition in keys:
+        for _ in range(records):
             while True:
                 try:
-                    producer.produce(name, value=b"s" * 100)
+                    producer.produce(topic, value, partition=partition)
                     break
                 except BufferError:  # its queue is full (100,000 records): let acknowledgements drain it
                     producer.poll(0.1)
         producer.poll(0)
-    if producer.flush(60):
-        raise RuntimeError(f"records to {len(names)} topics not acknowledged within 60 s")
+    if producer.flush(FILL_TIMEOUT_S):
+        raise RuntimeError(f"records to {len(wanted)} topics not acknowledged within {FILL_TIMEOUT_S:.0f} s")
 
 
 def new_topic_seconds(source: Cluster, target: Cluster, name: str, remote: str) -> float | None:

@@ -108,10 +108,16 @@ class Assignment:
         counts = [0] * slots
         for slot in self.placement.values():
             counts[slot] += 1
-        for key in sorted(k for k in keys if k not in self.placement):
+        found = sorted(k for k in keys if k not in self.placement)
+        for key in found:
             slot = min(range(slots), key=lambda s: (counts[s], totals[s], s))
             self.placement[key] = slot
             counts[slot] += 1
+        if found:
+            log.info(
+                "flow %s: epoch %d places %d partition(s) found within it by count: %s",
+                *(self.flow, epoch, len(found), self.describe()),
+            )
         return dict(self.placement)
 
     def describe(self, shown: int = 4) -> str:

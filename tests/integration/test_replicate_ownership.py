@@ -187,6 +187,9 @@ def test_hot_partitions_sharing_a_slot_are_placed_apart_by_load_in_a_new_epoch_e
         busiest, best = (int(moved.group(i).replace(",", "")) for i in (1, 2))
         assert busiest >= 1.8 * best, moved.group(0)  # both hot ones on one slot, then one on each
         slot_0 = r"slot 0: 2 partition\(s\), [\d,]+ KiB/s \(([^)]*)\); slot 1"
+        placing = r"epoch \d+ places (?:the partitions by load|\d+ partition\(s\) found within it by count)"
+        dealt = job.wait_for(rf"{placing}: {slot_0}")  # the first: no load known
+        assert dealt.group(1).split(", ") == [f"{topic}[0]", f"{topic}[2]"], dealt.group(0)
         placed = job.wait_for(rf"epoch {moved.group(3)} places the partitions by load: {slot_0}")
         hot_on_slot_0 = [name for name in placed.group(1).split(", ") if name in (f"{topic}[0]", f"{topic}[2]")]
         assert len(hot_on_slot_0) == 1, placed.group(0)  # one hot partition on each slot

@@ -3,6 +3,8 @@ a partition kept on its slot within an epoch, placed again when the loads drift 
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from srm.replication import assignment
@@ -95,3 +97,20 @@ def test_loads_count_records_too_and_fade_when_a_partition_goes_quiet() -> None:
     assert a.loads[("t", 0)] == 1000 * assignment.RECORD_COST_BYTES
     a.observe([], seconds=1.0)  # idle partitions are left out of a lease's rows
     assert a.loads[("t", 0)] == pytest.approx(0.7 * 1000 * assignment.RECORD_COST_BYTES)
+
+
+def test_partitions_found_within_an_epoch_are_dealt_by_count_and_the_log_shows_where(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assignment = Assignment("w->e")
+    assert assignment.place([], epoch=1, slots=2, now=0.0) == {}
+    with caplog.at_level(logging.INFO, logger="srm.replication.assignment"):
+        placed = assignment.place([("t", p) for p in range(4)], epoch=1, slots=2, now=1.0)
+    assert placed == {("t", 0): 0, ("t", 1): 1, ("t", 2): 0, ("t", 3): 1}
+    assert "epoch 1 places 4 partition(s) found within it by count: slot 0: 2 partition(s), 0 KiB/s (t[0], t[2])" in (
+        caplog.text
+    )
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="srm.replication.assignment"):
+        assignment.place([("t", p) for p in range(4)], epoch=1, slots=2, now=2.0)
+    assert "found within it" not in caplog.text  # nothing new: nothing said
