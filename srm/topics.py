@@ -7,16 +7,21 @@ SrmError naming the topic otherwise.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.retry import needs, retrying
+from srm.retry import RETRIABLE, needs, retrying
 from srm.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
 BATCH = 500  # topics to one CreateTopics or DescribeConfigs request
+SERVED_WAIT_S = 120.0  # new partitions until their leaders hold them: 10,000 on one broker take ~30 s
+SERVED_POLL_S = 0.25
+# What a leader says of a partition it has not created yet (or a client whose metadata lacks it).
+NOT_SERVED_YET = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "_NOENT")
 
 
 @dataclass(frozen=True)
@@ -269,6 +274,52 @@ def _offsets(
         needs(admin, "DESCRIBE", "TOPIC " + ", ".join(repr(t) for t in sorted({t for t, _ in specs}))),
     )
     return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
+
+
+def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: float = SERVED_WAIT_S) -> None:
+    """Until the leader of each of ``partitions`` (just created) answers a ListOffsets for it.
+
+    A broker publishes new partitions in its metadata before it has created their logs (KRaft
+    applies the metadata image first, then the replica manager's delta), and a produce in between
+    is refused with UNKNOWN_TOPIC_OR_PART, which librdkafka does not retry. With thousands of
+    partitions created at once the gap lasts seconds; the leader answering for a partition closes
+    it. ``timeout_s`` bounds the wait, then ClusterUnreachableError names the partitions still not
+    served (a flow's lease waits again, up to its errors.retry.timeout); another error raises SrmError."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    pending = set(partitions)
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while pending:
+        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in pending}  # type: ignore[no-untyped-call]
+        try:
+            futures = admin.list_offsets(request, request_timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:  # the client's metadata has not got a topic yet
+            futures, last = {}, exc.args[0]
+        for tp, future in futures.items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.name() not in (*NOT_SERVED_YET, *RETRIABLE) and not error.retriable():
+                    where = f"partition {tp.partition} of topic {tp.topic!r}"
+                    raise SrmError(_on(admin, f"cannot list the offsets of new {where}") + f": {error.str()}") from None
+                last = error
+                continue
+            pending.discard((tp.topic, tp.partition))
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            shown = ", ".join(f"{t}[{p}]" for t, p in sorted(pending)[:5]) + (", ..." if len(pending) > 5 else "")
+            detail = last.str() if hasattr(last, "str") else str(last)
+            raise ClusterUnreachableError(
+                _on(admin, f"{len(pending)} new partition(s) not served by their leaders")
+                + f" after {timeout_s:.0f} s ({shown}: {detail}); the brokers may still be creating them"
+            )
+        with contextlib.suppress(KafkaException):  # the next attempt says what is wrong
+            admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+        time.sleep(SERVED_POLL_S)
 
 
 def create_partitions(admin: Any, topic: str, total: int) -> None:

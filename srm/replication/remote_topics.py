@@ -21,6 +21,7 @@ from srm.replication.progress import Progress, read_flow_progress
 from srm.topic_configs import configs_to_copy
 from srm.topics import (
     NewTopicSpec,
+    await_served,
     cluster_metadata,
     create_partitions,
     describe_configs_of,
@@ -53,9 +54,18 @@ class RemoteTopics:
         self.gone = gone
         self.known: dict[str, int] = {}  # remote topic -> partitions we know it has
         self.listed: set[str] | None = None  # remote topics srm-meta lists for the flow, read once per ensure()
+        self.unserved: set[Key] = set()  # remote partitions created, not yet held by their leaders
 
     def ensure(self, wanted: dict[str, int]) -> None:
-        """Make the remote topic of every source topic in ``wanted`` (name -> partitions) ready."""
+        """Make the remote topic of every source topic in ``wanted`` (name -> partitions) ready: it
+        exists, has the partitions, and the leaders of those created here hold them (see
+        :func:`srm.topics.await_served`: a write in between is refused for good)."""
+        self._ensure(wanted)
+        if self.unserved:
+            await_served(self.target_admin, sorted(self.unserved))  # ClusterUnreachableError: the next call waits again
+            self.unserved.clear()
+
+    def _ensure(self, wanted: dict[str, int]) -> None:
         todo = {t: n for t, n in wanted.items() if self.known.get(self._remote(t), -1) < n}
         if not todo:
             return
@@ -88,7 +98,9 @@ class RemoteTopics:
 
     def forget(self, topic: str) -> None:
         """The remote topic of ``topic`` is checked again at the next ensure() (it may have been deleted)."""
-        self.known.pop(self._remote(topic), None)
+        remote = self._remote(topic)
+        self.known.pop(remote, None)
+        self.unserved = {(t, p) for t, p in self.unserved if t != remote}
 
     def _listed(self) -> set[str]:
         from srm.maintenance.meta import listed_remote_topics
@@ -118,6 +130,7 @@ class RemoteTopics:
             for remote in [self._remote(topic)]
         ]
         created = ensure_topics(self.target_admin, specs)
+        self.unserved.update((t.name, p) for t in specs if t.name in created for p in range(t.partitions))
         for spec in specs:
             if spec.name in created:
                 shown = ", ".join(f"{k}={v}" for k, v in sorted(spec.config.items())) or "no topic-level configs"
@@ -133,6 +146,7 @@ class RemoteTopics:
             if not ours:
                 raise self._conflict(remote, "partition count", f"at least {partitions} (as {topic!r})", str(found))
             create_partitions(self.target_admin, remote, partitions)
+            self.unserved.update((remote, p) for p in range(found, partitions))
             log.info("grew remote topic %s on %s from %d to %d partitions", remote, self.flow.target, found, partitions)
         if ours:
             return
