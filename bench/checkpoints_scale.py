@@ -103,6 +103,8 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
         "groups": groups,
         "partitions": len(keys),
         "topics": topics,
+        "per_group": per_group,
+        "records": records,
         "group_offsets": positions,
         "groups_seen": int(seen),
         "checkpoints_written": int(written),
@@ -114,6 +116,11 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
         "replicate_seconds": round(replicate_s, 1),
         "commit_seconds": round(commit_s, 1),
     }
+
+
+def measure(config: Path, *, groups: int, partitions: int, topics: int, per_group: int, records: int) -> dict[str, Any]:
+    """bench.run's part: :func:`run` with the preset's options."""
+    return run(config, groups, partitions, topics=topics, per_group=per_group, records=records)
 
 
 def main() -> None:

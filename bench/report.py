@@ -818,6 +818,27 @@ def scale(sc: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def checkpoints(c: dict[str, Any]) -> list[str]:
+    return [
+        "## Checkpoints at scale",
+        "",
+        f"Command: `{c['command']}`.",
+        "",
+        f"{c['groups']:,} consumer groups on the source, each with committed offsets on {c['per_group']:,} partitions "
+        f"drawn at random among {c['partitions']:,} ({c['topics']} topics of {c['records']} records a partition, "
+        "copied first by an available-now run); then one checkpoints job (`spark-submit checkpoints.py`) translates "
+        "every group position and writes the checkpoints. The pass is its own duration as the job logs it; the job "
+        "adds Spark's start; memory and CPU are its whole process tree's.",
+        "",
+        "| groups | group positions | checkpoints written | pass (s) | job (s) | peak PSS (MB) | peak RSS (MB) "
+        "| CPU (s) |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {c['groups_seen']:,} | {c['group_offsets']:,} | {c['checkpoints_written']:,} | {c['pass_seconds']} "
+        f"| {c['job_seconds']} | {c['job_peak_pss_mb']:,} | {c['job_peak_rss_mb']:,} | {c['job_cpu_seconds']} |",
+        "",
+    ]
+
+
 def at_floor(figures: dict[str, Any]) -> bool:
     return figures.get("copy_seconds") is not None and figures["copy_seconds"] <= POLL_S
 
@@ -958,6 +979,7 @@ def render(results: dict[str, Any]) -> str:
         ("latency", latency),
         ("failover", failover),
         ("scale", scale),
+        ("checkpoints", checkpoints),
         ("profile", profile),
         ("cluster", cluster),
         ("rest", rest),

@@ -28,7 +28,17 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import cluster, copy_profile, failover_accuracy, latency, report, rest_metrics, scale, throughput
+from bench import (
+    checkpoints_scale,
+    cluster,
+    copy_profile,
+    failover_accuracy,
+    latency,
+    report,
+    rest_metrics,
+    scale,
+    throughput,
+)
 from srm.config import load_config
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -49,6 +59,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "per_topic": 100,
             "idle_topics": 2000,
         },
+        "checkpoints": {"groups": 1000, "partitions": 10_000, "topics": 100, "per_group": 100, "records": 100},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
         "cluster": {"records": 1_000_000, "size": 1024, "partitions": 64, "tasks": 4, "workers": [1, 2]},
         "rest": {"topics": 100, "days": 30, "requests": 50},
@@ -67,6 +78,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "idle_settle_s": 1.0,
             "idle_window_s": 10.0,
         },
+        "checkpoints": {"groups": 20, "partitions": 40, "topics": 2, "per_group": 10, "records": 10},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
         "cluster": {"records": 20_000, "size": 100, "partitions": 4, "tasks": 2, "workers": [2]},
         "rest": {"topics": 5, "days": 2, "requests": 5},
@@ -146,6 +158,13 @@ def findings(results: dict[str, Any]) -> list[str]:
             f"record on the target after {report.secs(row['ours']['new_topic_seconds'])} (ours) and "
             f"{report.secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
         )
+    cp = results.get("checkpoints")
+    if cp:
+        lines.append(
+            f"- Checkpoints at scale: one pass over {cp['groups']:,} groups ({cp['group_offsets']:,} group positions "
+            f"on {cp['partitions']:,} partitions) in {cp['pass_seconds']} s, peak memory of its job "
+            f"{cp['job_peak_pss_mb']:,} MB (PSS)."
+        )
     for row in results["cluster"]["rows"][1:]:
         lines.append(
             f"- Spark standalone cluster, {row['workers']} worker(s) on this machine: {row['job_records_per_s']:,} "
@@ -182,6 +201,7 @@ STEPS: dict[str, tuple[str, Measure]] = {
         lambda config, o: failover_accuracy.run(config, o["per_partition"], o["partitions"]),
     ),
     "scale": ("scale", lambda config, o: scale.measure(config, **o)),
+    "checkpoints": ("checkpoints_scale", lambda config, o: checkpoints_scale.measure(config, **o)),
     "profile": ("copy_profile", lambda config, o: copy_profile.measure(config, **o)),
     "cluster": ("cluster", lambda config, o: cluster.measure(config, **o)),
     "rest": ("rest_metrics", lambda config, o: rest_metrics.measure(**o)),

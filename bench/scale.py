@@ -39,7 +39,7 @@ from bench.watch import POLL_S, TargetWatch, visible_records
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
-from srm.topics import NewTopicSpec, ensure_topic, ensure_topics, partition_counts
+from srm.topics import NewTopicSpec, await_served, ensure_topic, ensure_topics, partition_counts
 
 MM2_REFRESH = ("refresh.topics.interval.seconds = 5",)
 CATCH_UP_TIMEOUT_S = 600.0
@@ -75,21 +75,12 @@ def fill_topics(source: Cluster, names: list[str], per_topic: int) -> None:
 
 def fill_partitions(source: Cluster, keys: list[tuple[str, int]], records: int, size: int = 100) -> None:
     """``records`` records of ``size`` bytes into each of ``keys`` (topic, partition), a partition's
-    records together (batches of many), once the producer's metadata has every just-created topic."""
+    records together (batches of many), once the leaders of the just-created partitions hold them."""
     producer = clients.producer(source, **{"linger.ms": 20})
     wanted: dict[str, int] = {}
     for topic, partition in keys:
         wanted[topic] = max(wanted.get(topic, 0), partition + 1)
-    deadline = time.monotonic() + FILL_TIMEOUT_S
-    while True:  # the producer refuses a topic its metadata does not have yet
-        known = producer.list_topics(timeout=10).topics
-        if all(t in known and len(known[t].partitions) >= n for t, n in wanted.items()):
-            break
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"{len(wanted)} new topics not in the metadata of {source.alias} within {FILL_TIMEOUT_S:.0f} s"
-            )
-        time.sleep(0.5)
+    await_served(clients.admin_client(source), keys, FILL_TIMEOUT_S)  # the leaders hold them: no produce refused
     value = b"s" * size
     for topic, partition in keys:
         for _ in range(records):

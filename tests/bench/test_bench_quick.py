@@ -17,6 +17,7 @@ SECTIONS = (
     "## Latency",
     "## Failover accuracy",
     "## Scale",
+    "## Checkpoints at scale",
     "## Profile of the copy tasks",
     "## Spark cluster",
     "## REST metric endpoints",
@@ -69,6 +70,8 @@ def test_make_bench_quick_writes_the_report(tmp_path: Path) -> None:
         assert row["records"] == row["sent"] > 0 and row["commits_per_s"] > 0, row
     assert results["failover"]["ours"]["skipped"] == 0
     assert all(row["ours"]["copied_all"] and row["mirrormaker2"]["copied_all"] for row in results["scale"]["topics"])
+    cp = results["checkpoints"]
+    assert cp["groups_seen"] == 20 and cp["checkpoints_written"] == cp["group_offsets"] == 20 * 10, cp
     assert results["profile"]["top"]
     masters = [row["master"] for row in results["cluster"]["rows"]]
     assert masters[0].startswith("local") and masters[1].startswith("spark://"), masters
