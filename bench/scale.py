@@ -35,7 +35,7 @@ from typing import Any
 import psutil
 
 from bench import available_now, latency, mm2, replicators
-from bench.watch import POLL_S, TargetWatch, visible_records
+from bench.watch import POLL_S, RecordWatch, visible_records
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
@@ -199,7 +199,7 @@ def by_topics(config_path: Path, topics: int, per_topic: int, tool: str) -> dict
     with tempfile.TemporaryDirectory() as tmp:
         process, alias = start_on_pattern(tool, config_path, Path(tmp), f"{prefix}.*", topics)
         try:
-            watch = TargetWatch(target, {f"{alias}.{name}": 1 for name in names}, records)
+            watch = RecordWatch(target, {f"{alias}.{name}": 1 for name in names}, records)
             watch.join(CATCH_UP_TIMEOUT_S)
             watch.stop()
             new = f"{prefix}new"

@@ -1,5 +1,6 @@
 """Timing a copy the same way for every replicator: from the first record written to the target
-until the last one is visible, by polling the target topics' end offsets.
+until the last one is visible, by polling the target topics' end offsets (TargetWatch) or, for
+copies of many small topics, by reading their records (RecordWatch).
 
 The start is the first high watermark above 0 (read_uncommitted: a transactional writer's records
 count as written before their commit, so ours is not credited with the time its first
@@ -11,8 +12,10 @@ markers early, noise at the benchmarks' sizes (thousands of records per transact
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
+import uuid
 from typing import Any
 
 from srm import clients
@@ -51,6 +54,7 @@ class TargetWatch(threading.Thread):
 
     def __init__(self, target: Cluster, topics: dict[str, int], expected: int) -> None:
         super().__init__(daemon=True)
+        self.target = target
         self.admin = clients.admin_client(target)
         self.topics, self.expected = topics, expected
         self.started = time.monotonic()
@@ -98,3 +102,56 @@ class TargetWatch(threading.Thread):
             "copy_mb_per_s": round(records * size / 1e6 / copy_s, 1) if copy_s else None,
             "poll_resolution_s": round(self.slowest_poll + POLL_S, 2),
         }
+
+
+class RecordWatch(TargetWatch):
+    """TargetWatch for many small topics, by reading the records as they arrive: polling the end
+    offsets of 1,000 topics takes seconds on a busy target, longer than such a copy lasts, so its
+    first and last poll could fall in one round. A thread lists the target's topics (one metadata
+    request, every POLL_S) and hands each new partition to two consumers, which read it from the
+    beginning: one read_uncommitted notes the first record, one read_committed counts the records
+    (commit markers are not records: ``expected`` is exact). Assigning the partitions before the
+    topics exist instead left librdkafka seconds behind at 2,000 topics. ``slowest_poll``: the
+    slowest metadata request or consume call."""
+
+    def run(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        found: queue.SimpleQueue[list[tuple[str, int]]] = queue.SimpleQueue()
+        threading.Thread(target=self._discover, args=(found,), daemon=True).start()
+        group = f"bench-watch-{uuid.uuid4().hex[:8]}"
+        first = clients.consumer(self.target, group, **{"fetch.wait.max.ms": 50, "isolation.level": "read_uncommitted"})
+        counting = clients.consumer(self.target, group, **{"fetch.wait.max.ms": 50})
+        try:
+            while not self._stop_event.is_set():
+                while not found.empty():
+                    fresh = [TopicPartition(t, p, OFFSET_BEGINNING) for t, p in found.get()]
+                    counting.incremental_assign(fresh)
+                    if self.first is None:
+                        first.incremental_assign([TopicPartition(t.topic, t.partition, t.offset) for t in fresh])
+                began = time.monotonic()
+                if self.first is None and [m for m in first.consume(1000, 0.05) if m.error() is None]:
+                    self.first = time.monotonic()
+                self.seen += sum(1 for m in counting.consume(10_000, POLL_S) if m.error() is None)
+                now = time.monotonic()
+                self.slowest_poll = max(self.slowest_poll, now - began)
+                if self.seen >= self.expected:
+                    self.done = now
+                    return
+        finally:
+            self._stop_event.set()
+            first.close()
+            counting.close()
+
+    def _discover(self, found: queue.SimpleQueue[list[tuple[str, int]]]) -> None:
+        """Puts the partitions of ``topics`` as they appear on the target into ``found``."""
+        pending = {(t, p) for t, n in self.topics.items() for p in range(n)}
+        while pending and not self._stop_event.is_set():
+            began = time.monotonic()
+            counts = partition_counts(self.admin)
+            new = sorted((t, p) for t, p in pending if counts.get(t, 0) > p)
+            if new:
+                found.put(new)
+                pending.difference_update(new)
+            self.slowest_poll = max(self.slowest_poll, time.monotonic() - began)
+            time.sleep(POLL_S)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.retry import RETRIABLE, needs, retrying
+from srm.retry import RETRIABLE, acl_hint, needs, retrying
 from srm.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
@@ -304,7 +304,9 @@ def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: f
                 error = exc.args[0]
                 if error.name() not in (*NOT_SERVED_YET, *RETRIABLE) and not error.retriable():
                     where = f"partition {tp.partition} of topic {tp.topic!r}"
-                    raise SrmError(_on(admin, f"cannot list the offsets of new {where}") + f": {error.str()}") from None
+                    needed = needs(admin, "DESCRIBE", f"TOPIC {tp.topic!r}")
+                    detail = acl_hint(error, needed)
+                    raise SrmError(_on(admin, f"cannot list the offsets of new {where}") + f": {detail}") from None
                 last = error
                 continue
             pending.discard((tp.topic, tp.partition))
