@@ -62,6 +62,8 @@ class TargetWatch(threading.Thread):
         self.done: float | None = None
         self.seen = 0
         self.slowest_poll = 0.0  # the figures' resolution: a poll's own time, plus POLL_S
+        self.none_at = self.started  # when a poll last began that found no record yet
+        self.within_one_poll = False  # the first record and the last one became visible between two polls
         self._stop_event = threading.Event()
         self.start()
 
@@ -72,13 +74,18 @@ class TargetWatch(threading.Thread):
             began = time.monotonic()
             if len(present) < len(everything):  # once all exist, their metadata is not asked again
                 present = present_partitions(self.admin, self.topics)
-            if self.first is None and visible_records(self.admin, self.topics, committed=False, present=present):
-                self.first = time.monotonic()
+            first_round = False
+            if self.first is None:
+                asked = time.monotonic()
+                if visible_records(self.admin, self.topics, committed=False, present=present):
+                    self.first, first_round = time.monotonic(), True
+                else:
+                    self.none_at = asked
             self.seen = visible_records(self.admin, self.topics, present=present)
             now = time.monotonic()
             self.slowest_poll = max(self.slowest_poll, now - began)
             if self.seen >= self.expected:
-                self.done = now
+                self.done, self.within_one_poll = now, first_round
                 return
             time.sleep(POLL_S)
 
@@ -91,6 +98,8 @@ class TargetWatch(threading.Thread):
         """First record written to the target until the last is visible (None until it is)."""
         if self.first is None or self.done is None:
             return None
+        if self.within_one_poll:  # all of it between a poll that saw nothing and the next: at most that span
+            return self.done - self.none_at
         return max(self.done - self.first, POLL_S)
 
     def figures(self, records: int, size: int) -> dict[str, Any]:
@@ -101,6 +110,7 @@ class TargetWatch(threading.Thread):
             "copy_records_per_s": round(records / copy_s) if copy_s else None,
             "copy_mb_per_s": round(records * size / 1e6 / copy_s, 1) if copy_s else None,
             "poll_resolution_s": round(self.slowest_poll + POLL_S, 2),
+            "within_one_poll": self.within_one_poll,
         }
 
 

@@ -71,3 +71,25 @@ def test_the_idle_cpu_counts_each_process_from_its_first_reading_and_never_goes_
     before = {1: 10.0, 2: 5.0, 3: 7.0}  # 3 ends before the second reading
     after = {1: 12.5, 2: 5.0, 4: 0.5}  # 4 started in between
     assert cpu_used(before, after) == 3.0
+
+
+def test_a_copy_seen_whole_between_two_polls_is_shown_as_a_lower_bound_without_a_ratio() -> None:
+    def run(per_s: int, *, within: bool) -> dict[str, object]:
+        return {"copy_records_per_s": per_s, "copy_seconds": 10.5, "within_one_poll": within, "records": 1}
+
+    sc = {
+        "command": "python -m bench.scale",
+        "partitions": [
+            {
+                "partitions": 2048,
+                "records": 200_000,
+                "mirrormaker2": run(19_048, within=True),
+                "ours": run(100_000, within=False),
+                "ours_vs_mm2": 5.25,
+            }
+        ],
+        "topics": [],
+    }
+    lines = report.scale(sc)
+    assert "| 2048 | 200,000 | ≥ 19,048 | 100,000 | - |" in lines
+    assert any(line.startswith("≥: every record arrived between two polls of the target") for line in lines)
