@@ -142,8 +142,11 @@ class RecordWatch(TargetWatch):
                 began = time.monotonic()
                 if self.first is None and [m for m in first.consume(1000, 0.05) if m.error() is None]:
                     self.first = time.monotonic()
-                self.seen += sum(1 for m in counting.consume(10_000, POLL_S) if m.error() is None)
+                counted = sum(1 for m in counting.consume(10_000, POLL_S) if m.error() is None)
                 now = time.monotonic()
+                if counted and self.first is None:  # committed ones came first: written by now
+                    self.first = now
+                self.seen += counted
                 self.slowest_poll = max(self.slowest_poll, now - began)
                 if self.seen >= self.expected:
                     self.done = now
