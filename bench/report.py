@@ -775,7 +775,7 @@ def scale(sc: dict[str, Any]) -> list[str]:
         floor = at_floor(row["mirrormaker2"]) or at_floor(row["ours"])
         lines.append(
             f"| {row['partitions']} | {row['records']:,} | {rate(row['mirrormaker2'])} "
-            f"| {rate(row['ours'])} | {'-' if floor else row['ours_vs_mm2']} |"
+            f"| {rate(row['ours'])} | {'-' if floor or row['ours_vs_mm2'] is None else row['ours_vs_mm2']} |"
         )
     lines += [
         "",
@@ -794,7 +794,7 @@ def scale(sc: dict[str, Any]) -> list[str]:
         floor = at_floor(theirs) or at_floor(ours)
         lines.append(
             f"| {row['topics']} | {ours['records']:,} | {rate(theirs)} | {rate(ours)} "
-            f"| {'-' if floor else row['ours_vs_mm2']} | {first_record(theirs)} "
+            f"| {'-' if floor or row['ours_vs_mm2'] is None else row['ours_vs_mm2']} | {first_record(theirs)} "
             f"| {first_record(ours)} | {secs(theirs['new_topic_seconds'])} "
             f"| {secs(ours['new_topic_seconds'])} |"
         )
