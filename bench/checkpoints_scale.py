@@ -14,6 +14,7 @@ time, the pass's own time from its log line, and the peak memory of the job's pr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import subprocess
@@ -66,6 +67,17 @@ def fill(source: Cluster, topics: list[str], partitions: int, records: int) -> l
     return keys
 
 
+def delete_groups(admin: Any, names: list[str]) -> None:
+    """The benchmark's consumer groups, gone from the source (those never committed are skipped)."""
+    from confluent_kafka import KafkaException
+
+    if not names:
+        return
+    for future in admin.delete_consumer_groups(names, request_timeout=60).values():
+        with contextlib.suppress(KafkaException):  # GROUP_ID_NOT_FOUND: filling failed before it
+            future.result()
+
+
 def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int, records: int) -> dict[str, Any]:
     config = load_config(base)
     flow = config.enabled_flows()[0]
@@ -74,6 +86,7 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
     names = [f"{prefix}{i:04d}" for i in range(topics)]
     admin = clients.admin_client(source)
     rng = random.Random(1)
+    group_names = [f"cpscale-group-{i:04d}-{prefix}" for i in range(groups)]
     with tempfile.TemporaryDirectory() as tmp:
         path, src, tgt = flow_config(base, Path(tmp), f"{prefix}.*", True, 2)
         args = ["--source", src, "--target", tgt, "--config", str(path)]
@@ -81,7 +94,6 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
             keys = fill(source, names, partitions, records)
             ends = list_offsets(admin, keys, "latest")
             replicate_s, _, _ = submit("replicate.py", [*args, "--mode", "available-now"])
-            group_names = [f"cpscale-group-{i:04d}-{prefix}" for i in range(groups)]
             started = time.monotonic()
             for name in group_names:
                 chosen = keys if per_group <= 0 or per_group >= len(keys) else rng.sample(keys, per_group)
@@ -92,6 +104,7 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
             describe_groups(admin, group_names)
             wall, output, used = submit("checkpoints.py", args)
         finally:
+            delete_groups(admin, group_names)
             latency.delete_topics(source, names)
             latency.delete_topics(target, [f"{src}.{name}" for name in names])
     found = PASS_LINE.findall(output)

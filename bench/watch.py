@@ -135,10 +135,9 @@ class RecordWatch(TargetWatch):
         try:
             while not self._stop_event.is_set():
                 while not found.empty():
-                    fresh = [TopicPartition(t, p, OFFSET_BEGINNING) for t, p in found.get()]
-                    counting.incremental_assign(fresh)
-                    if self.first is None:
-                        first.incremental_assign([TopicPartition(t.topic, t.partition, t.offset) for t in fresh])
+                    new = found.get()
+                    for consumer in (counting, first) if self.first is None else (counting,):
+                        consumer.incremental_assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in new])
                 began = time.monotonic()
                 if self.first is None and [m for m in first.consume(1000, 0.05) if m.error() is None]:
                     self.first = time.monotonic()

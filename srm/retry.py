@@ -80,7 +80,7 @@ def retrying(
                 refresh()
 
     attempts = Retrying(
-        retry=retry_if_exception(lambda exc: isinstance(exc, KafkaException) and _retriable(exc.args[0])),
+        retry=retry_if_exception(lambda exc: isinstance(exc, KafkaException) and is_retriable(exc.args[0])),
         stop=stop_after_delay(timeout_s),
         wait=wait_exponential(multiplier=BACKOFF_S, min=BACKOFF_S, max=MAX_BACKOFF_S),
         before_sleep=before_sleep,
@@ -91,10 +91,11 @@ def retrying(
     except KafkaException as exc:
         error = exc.args[0]
         detail = acl_hint(error, needed)
-        raise (ClusterUnreachableError if _retriable(error) else SrmError)(f"{what}: {detail}") from None
+        raise (ClusterUnreachableError if is_retriable(error) else SrmError)(f"{what}: {detail}") from None
 
 
-def _retriable(error: object) -> bool:
+def is_retriable(error: object) -> bool:
+    """A KafkaError that clears by itself (librdkafka says so, or one of RETRIABLE)."""
     retriable = getattr(error, "retriable", None)
     if callable(retriable) and retriable():
         return True

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.retry import RETRIABLE, acl_hint, needs, retrying
+from srm.retry import acl_hint, is_retriable, needs, retrying
 from srm.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
@@ -302,7 +302,7 @@ def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: f
                 future.result(timeout=ADMIN_TIMEOUT_S)
             except KafkaException as exc:
                 error = exc.args[0]
-                if error.name() not in (*NOT_SERVED_YET, *RETRIABLE) and not error.retriable():
+                if error.name() not in NOT_SERVED_YET and not is_retriable(error):
                     where = f"partition {tp.partition} of topic {tp.topic!r}"
                     needed = needs(admin, "DESCRIBE", f"TOPIC {tp.topic!r}")
                     detail = acl_hint(error, needed)
