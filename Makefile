@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install browser jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick \
+.PHONY: help install browser prometheus jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick \
 	compose-cli docker-tools image compose-up compose-down test-compose
 
 help:  ## list the targets
@@ -42,6 +42,11 @@ browser:  ## install Debian's chromium and chromedriver if missing (tests of the
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver; }
+
+prometheus:  ## install Debian's prometheus (the server and promtool) if missing (tests of the metrics, alert rules)
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends prometheus; }
 
 lock:  ## re-resolve requirements.lock from pyproject.toml (needs the network)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --extra deploy --no-emit-package pyspark --python-version 3.11 -o requirements.lock
@@ -122,7 +127,7 @@ bench: kafka-up  ## every benchmark vs MirrorMaker 2 and the brokers' limit (~50
 bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check they run: .local/bench-quick/REPORT.md
 	$(BIN)/python -m bench.run --preset quick --out $(BENCH_QUICK_OUT)
 
-test: install jars browser compose-cli lint  ## install and run the whole test suite (lint, types, unit, integration)
+test: install jars browser prometheus compose-cli lint  ## install and run the whole test suite (lint, types, unit, integration)
 	$(BIN)/pytest -m "not bench and not compose"
 
 test-bench: install jars  ## smoke runs of make bench-quick, bench.eos_floor, bench.broker_load --profile and a 4-minute bench.soak (~15 min) checked by tests; CI runs it after make test

@@ -127,7 +127,9 @@ def measure(topics: int, days: int, requests: int) -> dict[str, Any]:
         rows = write_metrics(warehouse, topics, days, int(time.time() * 1000))
         written_s = round(time.monotonic() - began, 1)
         upkeep = maintenance(warehouse, config.enabled_flows()[0])
-        app = create_app(lambda: config, user=lambda: "bench", groups_reader=lambda: None, paused=lambda ids: {})
+        app = create_app(
+            path, user=lambda: "bench", groups_reader=lambda: None, paused=lambda ids: {}, flow_access=lambda *_: True
+        )
         client = TestClient(app)
         source, target = FLOW
         pick = [f"topic-{i % topics:03d}" for i in range(requests)]

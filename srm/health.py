@@ -7,6 +7,8 @@ A flow is
 - ``waiting`` when its run said it waits for a cluster that does not answer (srm.replication.flow_state)
   and no heartbeat replicated since: "waiting for us-east since T", whether or not the clusters answer
   this request;
+- ``unreachable`` when the monitoring service finds its source or target not answering (and it is
+  neither paused nor failed, nor said by its run to be waiting): "us-east unreachable since T: ...";
 - ``running`` when a heartbeat replicated within ``ALIVE_S`` (as the heartbeats DAG's stall check);
 - ``stalled`` otherwise, with the heartbeat's age as the reason.
 """
@@ -19,18 +21,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 from srm import clients
-from srm.config.model import Flow, SrmConfig
+from srm.config.model import Cluster, Flow, SrmConfig
 from srm.control_lists import read_lists
-from srm.errors import SrmError
-from srm.failover import partition_lag
+from srm.errors import ClusterUnreachableError, SrmError
 from srm.heartbeats import freshness
 from srm.replication.flow_state import FAILED, WAITING
+from srm.replication.progress import read_flow_progress
 from srm.replication.selector import TopicSelector
 from srm.topics import list_offsets, partition_counts, read_to_end
 from srm.warehouse import DATA_LOSS, FLOW_STATES, TASK_FAILURES, Warehouse
 
 ALIVE_S = 120.0  # as the heartbeats DAG's stall sensor: a newer replicated heartbeat means running
 STATUS_READ_S = 10.0  # reading the newest records of an internal topic
+UNREACHABLE = "unreachable"  # a cluster of the flow does not answer the monitoring service
+STATES = ("running", "waiting", "stalled", "failed", "paused", UNREACHABLE, "unknown")
 
 
 @dataclass
@@ -90,9 +94,46 @@ def _run_said(row: dict[str, Any] | None, heartbeat_ms: int | None) -> tuple[str
     return "waiting", f"waiting for {row['cluster']} since {_iso(since_ms)}: {row['reason']}", _iso(since_ms)
 
 
-def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> FlowHealth:
+class ClusterAccess:
+    """How the health of a flow reaches its clusters: an admin client per cluster, and which
+    clusters are known not to answer (their calls are not tried). This default builds a client per
+    call and knows of no unreachable cluster (``srm-control status``); the monitoring service
+    (srm.service.monitor) keeps its clients and probes the clusters off the request path."""
+
+    def admin(self, cluster: Cluster) -> Any:
+        return clients.admin_client(cluster)
+
+    def unreachable(self, alias: str) -> str | None:
+        """Why ``alias`` is not tried ("unreachable since T: ..."), None to try it."""
+        return None
+
+
+@dataclass(frozen=True)
+class Position:
+    """A source partition of a flow: its end (last stable offset) and the flow's progress on the
+    target (the next offset to copy)."""
+
+    end: int
+    next_offset: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.end - self.next_offset)
+
+
+def flow_health(
+    config: SrmConfig,
+    flow: Flow,
+    paused: bool | None = None,
+    *,
+    access: ClusterAccess | None = None,
+    positions: dict[tuple[str, int], Position] | None = None,
+) -> FlowHealth:
+    """The flow's state and figures. ``positions``: its partitions' positions when the caller read
+    them already (flow_positions)."""
     from srm.airflow.defaults import dag_id
 
+    access = access or ClusterAccess()
     health = FlowHealth(flow.name, flow.source, flow.target)
     warehouse = Warehouse(config.storage.warehouse)
     failure = newest(warehouse.read(TASK_FAILURES, flow=flow.name), "failed_at")
@@ -100,39 +141,68 @@ def flow_health(config: SrmConfig, flow: Flow, paused: bool | None = None) -> Fl
     waiting = newest(warehouse.read(FLOW_STATES, flow=flow.name), "since")
     health.last_error = _error(failure, loss)
     replicate = dag_id(flow, "replicate")
+    down = [why for why in (access.unreachable(flow.source), access.unreachable(flow.target)) if why]
     try:
-        beat = freshness(config.cluster(flow.target), flow)
+        if down:
+            raise ClusterUnreachableError("; ".join(down))
+        target = config.cluster(flow.target)
+        target_admin = access.admin(target)
+        beat = freshness(target, flow, target_admin)
         state = assess(beat.now_ms, beat.newest_ms, paused, failure, replicate, waiting=waiting)
         health.state, health.reason, health.since = state
         health.heartbeat_age_s = None if beat.age_s is None else round(beat.age_s, 1)
-        health.lag = flow_lag(config, flow)
-        checkpoint = newest_record_age(config.cluster(flow.target), flow.policy.checkpoints_topic(flow.source))
+        found = positions if positions is not None else flow_positions(config, flow, access)
+        health.lag = topic_lag(found)
+        checkpoint = newest_record_age(target, flow.policy.checkpoints_topic(flow.source), target_admin)
         health.checkpoint_age_s = None if checkpoint is None else round(checkpoint, 1)
     except SrmError as exc:
         health.reason = str(exc)
         said = _run_said(waiting, None)  # what the flow's latest run said, whatever the clusters do now
         if paused:
             health.state, health.reason = "paused", f"DAG {replicate} is paused in Airflow"
-        elif said is not None:
+        elif failure and failure["dag_id"] == replicate:
+            health.state, health.reason, health.since = assess(0, None, paused, failure, replicate)
+        elif said is not None:  # the run's own words first: what it waits for, since when
             health.state, health.reason, health.since = said
+            if down:
+                health.reason += f" ({'; '.join(down)})"
+        elif down:
+            health.state = UNREACHABLE
     return health
+
+
+def flow_positions(
+    config: SrmConfig, flow: Flow, access: ClusterAccess | None = None
+) -> dict[tuple[str, int], Position]:
+    """Per source partition the flow replicates: the source's end and the flow's progress."""
+    access = access or ClusterAccess()
+    source, target = config.flow_clusters(flow)
+    target_admin = access.admin(target)
+    lists = read_lists(target, flow)["topics"]
+    selector = TopicSelector(flow, lists.allow, lists.deny)
+    source_admin = access.admin(source)
+    counts = partition_counts(source_admin)
+    keys = [(t, p) for t in sorted(counts) if selector.replicates(t) for p in range(counts[t])]
+    ends = list_offsets(source_admin, keys, "latest")
+    done = read_flow_progress(target, flow, keys, target_admin)
+    return {k: Position(e, done[k].next_offset if k in done else 0) for k, e in ends.items()}
 
 
 def flow_lag(config: SrmConfig, flow: Flow) -> dict[str, int]:
     """Records not yet copied, per source topic the flow replicates."""
-    lists = read_lists(config.cluster(flow.target), flow)["topics"]
-    selector = TopicSelector(flow, lists.allow, lists.deny)
-    source = clients.admin_client(config.cluster(flow.source))
-    topics = {t for t in partition_counts(source) if selector.replicates(t)}
+    return topic_lag(flow_positions(config, flow))
+
+
+def topic_lag(positions: dict[tuple[str, int], Position]) -> dict[str, int]:
     lag: dict[str, int] = {}
-    for (topic, _), behind in partition_lag(config, flow, topics).items():
-        lag[topic] = lag.get(topic, 0) + behind
-    return dict(sorted(lag.items()))
+    for (topic, _), position in sorted(positions.items()):
+        lag[topic] = lag.get(topic, 0) + position.lag
+    return lag
 
 
-def newest_record_age(cluster: Any, topic: str) -> float | None:
+def newest_record_age(cluster: Cluster, topic: str, admin: Any | None = None) -> float | None:
     """Seconds since the newest record of a one-partition internal topic was written (None: empty)."""
-    admin = clients.admin_client(cluster)
+    admin = admin or clients.admin_client(cluster)
     if topic not in partition_counts(admin, include_internal=True):
         return None
     end = list_offsets(admin, [(topic, 0)], "latest")[(topic, 0)]

@@ -96,13 +96,14 @@ def replicated_heartbeats(flow: Flow) -> str:
     return flow.policy.format_remote_topic(flow.source, flow.policy.heartbeats_topic())
 
 
-def freshness(target: Cluster, flow: Flow) -> Freshness:
-    """How old the newest heartbeat in ``A.heartbeats`` on B is (reads the last record of each partition)."""
+def freshness(target: Cluster, flow: Flow, admin: Any | None = None) -> Freshness:
+    """How old the newest heartbeat in ``A.heartbeats`` on B is (reads the last record of each
+    partition). ``admin``: the caller's admin client of ``target``, else one of its own."""
     from confluent_kafka import TopicPartition
 
     topic = replicated_heartbeats(flow)
     now = int(time.time() * 1000)
-    admin = clients.admin_client(target)
+    admin = admin or clients.admin_client(target)
     partitions = partition_counts(admin, include_internal=True).get(topic, 0)
     if not partitions:
         return Freshness(topic, None, now)

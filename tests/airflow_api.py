@@ -18,6 +18,7 @@ from srm.airflow.local import LocalAirflow
 from tests.conftest import free_ports
 
 START_TIMEOUT_S = 180
+WAIT_S = 60  # the browser waits this long for what the page should show
 USER = "ops"
 PASSWORD = "ops-password"
 
@@ -77,3 +78,29 @@ class ApiServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
+
+
+def log_in(browser: Any, api: ApiServer) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{api.url}/plugin/replications")
+    wait = WebDriverWait(browser, WAIT_S)
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "input[name=username]"))).send_keys(USER)
+    browser.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait.until(lambda b: "/auth/login" not in b.current_url)
+    if "/plugin/replications" not in browser.current_url:
+        browser.get(f"{api.url}/plugin/replications")
+
+
+def open_page(browser: Any) -> None:
+    """Into the page's frame inside Airflow's UI, once its first refresh has finished."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT_S)
+    wait.until(ec.frame_to_be_available_and_switch_to_it((By.CSS_SELECTOR, "iframe[src*='/srm/ui/']")))
+    wait.until(lambda b: int(b.find_element(By.TAG_NAME, "body").get_attribute("data-refreshes") or 0) >= 1)

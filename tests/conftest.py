@@ -8,6 +8,7 @@ clusters that are already running instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import uuid
@@ -100,6 +101,42 @@ def kafka_config_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         yield path
     finally:
         clusters.down()
+
+
+@contextlib.contextmanager
+def own_cluster(base: Path, alias: str, server: dict[str, Any] | None = None) -> Iterator[LocalClusters]:
+    """One more single-broker local cluster in ``base`` (``server``: broker settings), up until the end."""
+    import yaml
+
+    port, controller = free_ports(2)
+    local: dict[str, Any] = {"controller.port": controller, **({"server": server} if server else {})}
+    path = base / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"clusters": {alias: {"bootstrap.servers": f"127.0.0.1:{port}", "local": local}}}))
+    running = LocalClusters(load_config(path).local_clusters(), base)
+    running.up()
+    try:
+        yield running
+    finally:
+        running.down()
+
+
+@pytest.fixture(scope="module")
+def freezable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
+    """A cluster of the test module's own, to freeze (SIGSTOP) as a partitioned data centre looks."""
+    with own_cluster(tmp_path_factory.mktemp("freezable"), "freezable") as running:
+        yield running
+
+
+def bootstrap(running: LocalClusters) -> str:
+    [member] = running.members
+    return f"127.0.0.1:{member.broker.port}"
+
+
+def broker_pid(running: LocalClusters) -> int:
+    [member] = running.members
+    pid = member.pid()
+    assert pid is not None, "the module's broker is not running"
+    return pid
 
 
 @pytest.fixture(scope="session")

@@ -73,6 +73,7 @@ def make_env(
     *,
     east: str | None = None,
     aliases: tuple[str, str] | None = None,
+    monitoring: dict[str, Any] | None = None,
     **defaults: Any,
 ) -> Env:
     """A config with the session's clusters as ``w<token>`` and ``e<token>`` (or ``aliases``: names
@@ -87,12 +88,14 @@ def make_env(
     }
     if east:
         clusters[names["east"]] = {"bootstrap.servers": east}
-    data = {
+    data: dict[str, Any] = {
         "defaults": {**SINGLE_BROKER, **defaults},
         "clusters": clusters,
         "flows": [{**f, "source": names[f["source"]], "target": names[f["target"]]} for f in flows],
         "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
     }
+    if monitoring:
+        data["monitoring"] = monitoring
     path = tmp / "srm.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return Env(path, load_config(path), tmp, names)
@@ -258,8 +261,14 @@ def shown_status(env: Env) -> dict[str, tuple[str, str]]:
     status = srm_control(env.path, "status", "--json")
     assert status.returncode == 0, status.stderr
     [cli] = [f for f in json.loads(status.stdout)["flows"] if f["flow"] == env.flow().name]
-    app = create_app(config=lambda: env.config, user=lambda: None, groups_reader=lambda: None, paused=lambda _: {})
-    response = TestClient(app).get("/v2/replications")
+    app = create_app(
+        env.path, user=lambda: None, groups_reader=lambda: None, paused=lambda _: {}, flow_access=lambda *_: True
+    )
+    try:
+        app.state.monitor.start().wait_round(1)  # the flow as observed after srm-control's look
+        response = TestClient(app).get("/v2/replications")
+    finally:
+        app.state.monitor.stop()
     assert response.status_code == 200, response.text
     [api] = [f for f in response.json()["replications"] if f["flow"] == env.flow().name]
     return {"srm-control": (cli["state"], cli["reason"]), "rest": (api["state"], api["reason"])}

@@ -8,6 +8,8 @@ Top level::
                 local, source_defaults: {<settings>}, target_defaults: {<settings>}}
     flows:
       - {source: <alias>, target: <alias>, <settings>}
+    storage:   {warehouse, checkpoints}
+    monitoring: {prometheus.token.file}          # the bearer token Prometheus scrapes /srm/metrics with
 
 ``<settings>`` are the options of :class:`FlowSettings` under MM2's names.
 """
@@ -25,7 +27,7 @@ from srm.config.clusters import ClusterSpec, check_alias, client_problems, to_cl
 from srm.config.flows import FlowBuilder
 from srm.config.issues import unknown_key, validation_issues
 from srm.config.loops import loop_issues
-from srm.config.model import Cluster, SrmConfig, Storage
+from srm.config.model import Cluster, Monitoring, SrmConfig, Storage
 from srm.config.settings import PartialSettings, option_names
 from srm.config.yamlsource import YamlDocument, read_yaml
 from srm.errors import ConfigError, ConfigIssue, InvariantError
@@ -40,9 +42,16 @@ class StorageSpec(BaseModel):
     checkpoints: str | None = Field(None, min_length=1)
 
 
+class MonitoringSpec(BaseModel):
+    """``monitoring:`` as written."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    prometheus_token_file: str | None = Field(None, alias="prometheus.token.file", min_length=1)
+
+
 log = logging.getLogger(__name__)
 
-TOP_LEVEL_KEYS = ("defaults", "clusters", "flows", "storage")
+TOP_LEVEL_KEYS = ("defaults", "clusters", "flows", "storage", "monitoring")
 CLUSTER_KEYS = tuple(f.alias or n for n, f in ClusterSpec.model_fields.items())
 CONFIG_ENV = "SRM_CONFIG"
 
@@ -129,8 +138,24 @@ class _Builder:
             clusters=tuple(clusters),
             flows=tuple(f for f in flows if f.name not in broken),
             storage=self._storage(data.get("storage")),
+            monitoring=self._monitoring(data.get("monitoring")),
         )
         return config, self.issues
+
+    def _monitoring(self, raw: Any) -> Monitoring:
+        """A relative token file is relative to the configuration file's folder."""
+        if raw is None:
+            return Monitoring()
+        try:
+            spec = MonitoringSpec.model_validate(raw)
+        except ValidationError as exc:
+            names = [f.alias or n for n, f in MonitoringSpec.model_fields.items()]
+            self.issues += validation_issues(self.doc, ("monitoring",), exc, names)
+            return Monitoring()
+        token = spec.prometheus_token_file
+        if token is not None and not Path(token).is_absolute():
+            token = str(Path(self.doc.file).resolve().parent / token)
+        return Monitoring(prometheus_token_file=token)
 
     def _storage(self, raw: Any) -> Storage:
         """Relative paths are relative to the configuration file's folder; URIs are kept."""

@@ -120,6 +120,13 @@ class Storage(_Frozen):
     checkpoints: str
 
 
+class Monitoring(_Frozen):
+    """The monitoring service's settings: the file holding the bearer token of Prometheus' scrapes
+    (None: the scrape endpoint is off)."""
+
+    prometheus_token_file: str | None = None
+
+
 class SrmConfig(_Frozen):
     """The whole configuration file, parsed once."""
 
@@ -128,6 +135,7 @@ class SrmConfig(_Frozen):
     clusters: tuple[Cluster, ...]
     flows: tuple[Flow, ...]
     storage: Storage
+    monitoring: Monitoring = Field(default_factory=Monitoring)
 
     def cluster(self, alias: str) -> Cluster:
         for cluster in self.clusters:

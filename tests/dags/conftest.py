@@ -7,9 +7,10 @@ parses only that test's flows, under that test's cluster aliases.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,24 @@ def probe(home: Path, config: Path, *, connections: bool = True) -> dict[str, An
     found: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     found["log"] = result.stdout + result.stderr
     return found
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver, "headless Chromium is missing: make test installs it (make browser)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1440,1750"):
+        options.add_argument(argument)
+    session = webdriver.Chrome(service=Service(driver, log_output=str(tmp_path / "chromedriver.log")), options=options)
+    try:
+        yield session
+    finally:
+        session.switch_to.default_content()  # for a failing test's reader: what the browser showed
+        session.save_screenshot(str(tmp_path / "last-page.png"))
+        (tmp_path / "last-page.html").write_text(session.page_source)
+        session.quit()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,34 +23,12 @@ from srm.config import SrmConfig
 from srm.heartbeats import emit
 from srm.offsets.checkpointing import CheckpointPass
 from srm.topics import ensure_topic
-from tests.airflow_api import PASSWORD, USER, ApiServer
+from tests.airflow_api import PASSWORD, USER, WAIT_S, ApiServer, log_in, open_page
 from tests.checkpointing import commit
 from tests.helpers import produce, srm_control
 from tests.replication import Env, make_env, replicate, sequenced
 
 pytestmark = pytest.mark.integration
-WAIT_S = 60
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "headless Chromium is missing: make test installs it (make browser)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1440,1750"):
-        options.add_argument(argument)
-    session = webdriver.Chrome(service=Service(driver, log_output=str(tmp_path / "chromedriver.log")), options=options)
-    try:
-        yield session
-    finally:
-        session.switch_to.default_content()  # for a failing test's reader: what the browser showed
-        session.save_screenshot(str(tmp_path / "last-page.png"))
-        (tmp_path / "last-page.html").write_text(session.page_source)
-        session.quit()
 
 
 @pytest.fixture
@@ -88,32 +65,6 @@ def flows(
         yield env, topic, api
     finally:
         api.stop()
-
-
-def log_in(browser: Any, api: ApiServer) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    browser.get(f"{api.url}/plugin/replications")
-    wait = WebDriverWait(browser, WAIT_S)
-    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "input[name=username]"))).send_keys(USER)
-    browser.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    wait.until(lambda b: "/auth/login" not in b.current_url)
-    if "/plugin/replications" not in browser.current_url:
-        browser.get(f"{api.url}/plugin/replications")
-
-
-def open_page(browser: Any) -> None:
-    """Into the page's frame inside Airflow's UI, once its first refresh has finished."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    wait = WebDriverWait(browser, WAIT_S)
-    wait.until(ec.frame_to_be_available_and_switch_to_it((By.CSS_SELECTOR, "iframe[src*='/srm/ui/']")))
-    wait.until(lambda b: int(b.find_element(By.TAG_NAME, "body").get_attribute("data-refreshes") or 0) >= 1)
 
 
 def health_shown(browser: Any, forward: Any, back: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@ simple auth manager with users, not all-admins), a flow that just replicated, it
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,11 @@ def test_metrics_over_rest_need_an_airflow_login_and_report_the_replicated_recor
         assert status == code and message in body["detail"], (url, status, body)
     translated_here(env, topic, api, token)
     replications_here(env, topic, api, token)
-    status, openapi = api.get("/srm/openapi.json")
+    assert api.get("/srm/openapi.json")[0] == 401 and api.get("/srm/docs")[0] == 401  # described to users only
+    status, openapi = api.get("/srm/openapi.json", token)
     assert status == 200 and "/v2/topic-metrics/{target}/{downstreamTopic}/{metric}" in openapi["paths"]
+    status, docs = api.get("/srm/docs", token)
+    assert status == 200 and b"/srm/openapi.json" in docs, docs
 
 
 def translated_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
@@ -135,8 +139,11 @@ def replications_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
     assert entry["lag"][topic] == 0 and entry["last_error"] is None, entry
     # The DAGs reach Airflow's database paused (dags_are_paused_at_creation), as a new deployment's do.
     LocalAirflow(api.airflow.home, env.path).airflow("dags", "reserialize")
-    (entry,) = api.get("/srm/v2/replications", token)[1]["replications"]
-    assert (entry["state"], entry["reason"]) == (
-        "paused",
-        f"DAG {flow.source}_to_{flow.target}.replicate is paused in Airflow",
-    )
+    paused = ("paused", f"DAG {flow.source}_to_{flow.target}.replicate is paused in Airflow")
+    deadline = time.monotonic() + 30  # the monitor's next round (every 10 s) sees it
+    while time.monotonic() < deadline:
+        (entry,) = api.get("/srm/v2/replications", token)[1]["replications"]
+        if (entry["state"], entry["reason"]) == paused:
+            break
+        time.sleep(1)
+    assert (entry["state"], entry["reason"]) == paused, entry

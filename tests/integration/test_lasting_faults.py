@@ -8,21 +8,20 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from srm import clients
-from srm.config import SrmConfig, load_config
+from srm.config import SrmConfig
 from srm.errors import DataLossError, LastingFaultError, ReplicationError
 from srm.local import LocalClusters
 from srm.sparkapp import start_replication
 from srm.topics import ensure_topic, list_offsets
-from tests.conftest import free_ports
+from tests.conftest import bootstrap, broker_pid
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Writer
@@ -42,32 +41,6 @@ pytestmark = pytest.mark.integration
 
 CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}
 BOUND_MS = 20_000  # the flows' errors.retry.timeout here
-
-
-@pytest.fixture(scope="module")
-def freezable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
-    """A target cluster of this module's own, to freeze (SIGSTOP) as a partitioned data centre looks."""
-    base = tmp_path_factory.mktemp("freezable")
-    port, controller = free_ports(2)
-    path = base / "cluster.yaml"
-    cluster = {"bootstrap.servers": f"127.0.0.1:{port}", "local": {"controller.port": controller}}
-    path.write_text(yaml.safe_dump({"clusters": {"freezable": cluster}}))
-    running = LocalClusters(load_config(path).local_clusters(), base)
-    running.up()
-    yield running
-    running.down()
-
-
-def bootstrap(running: LocalClusters) -> str:
-    [member] = running.members
-    return f"127.0.0.1:{member.broker.port}"
-
-
-def broker_pid(running: LocalClusters) -> int:
-    [member] = running.members
-    pid = member.pid()
-    assert pid is not None, "the module's broker is not running"
-    return pid
 
 
 def newest_state(env: Env) -> str | None:

@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from srm import clients
-from srm.config import SrmConfig, load_config
+from srm.config import SrmConfig
 from srm.local import LocalClusters
 from srm.replication.progress import read_flow_progress
 from srm.sparkapp import start_replication
 from srm.topics import ensure_topic
-from tests.conftest import free_ports
+from tests.conftest import bootstrap, own_cluster
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Writer, exactly_once
@@ -35,28 +34,14 @@ EXPIRED_AFTER_S = 75
 @pytest.fixture(scope="module")
 def forgetful(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
     """One more local cluster, started for this module, whose group offsets expire after a minute."""
-    base = tmp_path_factory.mktemp("forgetful")
-    port, controller = free_ports(2)
-    path = base / "cluster.yaml"
-    local = {"controller.port": controller, "server": FORGETFUL}
-    path.write_text(
-        yaml.safe_dump({"clusters": {"forgetful": {"bootstrap.servers": f"127.0.0.1:{port}", "local": local}}})
-    )
-    clusters = LocalClusters(load_config(path).local_clusters(), base)
-    clusters.up()
-    yield clusters
-    clusters.down()
-
-
-def servers(clusters: LocalClusters) -> str:
-    [member] = clusters.members
-    return f"127.0.0.1:{member.broker.port}"
+    with own_cluster(tmp_path_factory.mktemp("forgetful"), "forgetful", FORGETFUL) as clusters:
+        yield clusters
 
 
 def forgetful_env(kafka: SrmConfig, forgetful: LocalClusters, tmp_path: Path, topic: str, partitions: int) -> Env:
     """A flow west -> the forgetful cluster for ``topic``, with 10 s leases."""
     flow = {"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": 10}
-    env = make_env(kafka, tmp_path, [flow], east=servers(forgetful))
+    env = make_env(kafka, tmp_path, [flow], east=bootstrap(forgetful))
     ensure_topic(clients.admin_client(env.west), topic, partitions)
     return env
 

@@ -3,6 +3,7 @@ page's files, and that every route asks the auth dependency first."""
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 from fastapi import HTTPException
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from srm.config import load_config
@@ -49,7 +51,7 @@ def client(tmp_path: Path) -> TestClient:
         row("payments", 0, 10, 100.0, 10),
     ]
     Warehouse(tmp_path / "warehouse").append(METRICS, rows, "test", 1)
-    app = create_app(config=lambda: load_config(path), user=lambda: None, groups_reader=lambda: None)
+    app = create_app(path, user=lambda: None, groups_reader=lambda: None, flow_access=lambda *_: True)
     return TestClient(app)
 
 
@@ -78,7 +80,7 @@ def test_the_topic_table_reads_rolled_up_hours_from_the_rollup_with_the_same_fig
     rows = [row(t, p, 10 + 7 * i + p, 5.0 + i, 600 * i + 37) for i in range(40) for t in ("a", "b") for p in range(2)]
     rows += [row("a", 0, 0, None, 5000), row("b", 1, 3, None, 7000)]  # no latency: weighs nothing
     warehouse.append(METRICS, rows, "test", 1)
-    client = TestClient(create_app(config=lambda: config, user=lambda: None, groups_reader=lambda: None))
+    client = TestClient(create_app(path, user=lambda: None, groups_reader=lambda: None, flow_access=lambda *_: True))
 
     def table() -> dict[str, Any]:
         found = client.get("/v2/replications/west/east/topics?hours=5").json()["topics"]
@@ -126,13 +128,122 @@ def test_every_route_needs_the_airflow_user_first(tmp_path: Path) -> None:
         raise HTTPException(401, "Not authenticated")
 
     path = config_file(tmp_path)
-    client = TestClient(create_app(config=lambda: load_config(path), user=nobody, groups_reader=lambda: None))
-    for route in (
-        "/ui/",
-        "/ui/replications.js",
-        "/v2/replications",
-        "/v2/replications/west/east/topics",
-        "/v2/cluster-metrics/west/east/record-rate",
-        "/v2/translate?source=west&target=east&group=g",
-    ):
-        assert client.get(route).status_code == 401, route
+    app = create_app(path, user=nobody, groups_reader=lambda: None, flow_access=lambda *_: True)
+    client = TestClient(app)
+    samples = {
+        "source": "west",
+        "target": "east",
+        "metric": "record-rate",
+        "upstreamTopic": "orders",
+        "downstreamTopic": "west.orders",
+        "name": "replications.js",
+    }
+    checked = []
+    for route in app.routes:  # every route the app has, as FastAPI routes requests
+        assert isinstance(route, APIRoute), route
+        if route.path == "/metrics":  # Prometheus' bearer token of its own: test_the_scrape_endpoint...
+            continue
+        url = re.sub(r"\{(\w+)(:path)?\}", lambda m: samples[m.group(1)], route.path)
+        assert client.get(url).status_code == 401, route.path
+        checked.append(route.path)
+    assert {"/openapi.json", "/docs", "/v2/replications", "/v2/translate", "/ui/{name:path}"} <= set(checked)
+
+
+def two_flows(folder: Path, broken: bool = False) -> Path:
+    """Flows west->east and east->west between clusters where nothing listens; with ``broken`` a
+    third flow west->north whose option does not parse (line 15 of the file)."""
+    flows = "  - {source: west, target: east}\n  - {source: east, target: west}\n"
+    if broken:
+        flows += "  - source: west\n    target: north\n    tasks.max: many\n"
+    text = (
+        "clusters:\n"
+        "  west: {bootstrap.servers: '127.0.0.1:1'}\n"
+        "  east: {bootstrap.servers: '127.0.0.1:2'}\n"
+        "  north: {bootstrap.servers: '127.0.0.1:3'}\n"
+        "storage:\n"
+        f"  warehouse: {folder / 'warehouse'}\n"
+        f"  checkpoints: {folder / 'checkpoints'}\n"
+        "monitoring:\n"
+        "  prometheus.token.file: token\n"
+        "flows:\n" + flows
+    )
+    (folder / "token").write_text("s3cret-scrape-token\n")
+    path = folder / "srm.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_user_reads_only_the_flows_whose_dags_they_may_read(tmp_path: Path) -> None:
+    allowed = {"west->east"}
+    app = create_app(
+        two_flows(tmp_path),
+        user=lambda: "alice",
+        groups_reader=lambda: None,
+        paused=lambda ids: {},
+        flow_access=lambda user, flow: user == "alice" and flow.name in allowed,
+        refresh_s=1.0,
+    )
+    client = TestClient(app)
+    try:
+        assert client.get("/v2/cluster-metrics/west/east/record-rate").status_code == 200
+        refused = client.get("/v2/cluster-metrics/east/west/record-rate")
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["detail"] == (
+            "not allowed to read flow east->west: it needs read access to DAG east_to_west.replicate"
+        )
+        assert client.get("/v2/replications/east/west/topics").status_code == 403
+        assert client.get("/v2/translate?source=east&target=west&group=g").status_code == 403
+        app.state.monitor.probe_timeout_s = 0.5  # nothing listens: no need to wait 5 s
+        app.state.monitor.start().wait_round(1)
+        listed = client.get("/v2/replications").json()
+        assert [f["flow"] for f in listed["replications"]] == ["west->east"]
+        assert {c["cluster"] for c in listed["clusters"]} == {"west", "east"}
+    finally:
+        app.state.monitor.stop()
+
+
+def test_a_broken_flow_is_listed_with_its_line_and_the_others_are_served(tmp_path: Path) -> None:
+    path = two_flows(tmp_path, broken=True)
+    app = create_app(
+        path, user=lambda: None, groups_reader=lambda: None, paused=lambda ids: {}, flow_access=lambda *_: True
+    )
+    client = TestClient(app)
+    try:
+        assert client.get("/v2/cluster-metrics/west/east/record-rate").status_code == 200
+        missing = client.get("/v2/cluster-metrics/west/north/record-rate")
+        assert missing.status_code == 404 and missing.json()["detail"] == "no flow west->north in srm.yaml"
+        app.state.monitor.probe_timeout_s = 0.5  # nothing listens: no need to wait 5 s
+        app.state.monitor.start().wait_round(1)
+        listed = client.get("/v2/replications").json()
+        assert sorted(f["flow"] for f in listed["replications"]) == ["east->west", "west->east"]
+        [invalid] = listed["invalid"]
+        assert invalid["flow"] == "west->north" and invalid["state"] == "invalid", invalid
+        assert invalid["reason"].startswith("srm.yaml:15: flows[2].tasks.max: Input should be a valid integer"), invalid
+        body = client.get("/v2/replications").text
+        assert str(tmp_path) not in body and "127.0.0.1" not in body, body  # no path, no bootstrap servers
+        path.write_text(path.read_text().replace("many", "2"))  # fixed: served at the next request
+        assert client.get("/v2/cluster-metrics/west/north/record-rate").status_code == 200
+    finally:
+        app.state.monitor.stop()
+
+
+def test_the_scrape_endpoint_needs_its_bearer_token(tmp_path: Path) -> None:
+    app = create_app(
+        two_flows(tmp_path), user=lambda: None, groups_reader=lambda: None, paused=lambda ids: {}, refresh_s=1.0
+    )
+    client = TestClient(app)
+    try:
+        assert client.get("/metrics").status_code == 401
+        assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        app.state.monitor.probe_timeout_s = 0.5  # nothing listens: no need to wait 5 s
+        app.state.monitor.start().wait_round(1)
+        scraped = client.get("/metrics", headers={"Authorization": "Bearer s3cret-scrape-token"})
+        assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+        assert 'srm_cluster_reachable{cluster="west"} 0.0' in scraped.text, scraped.text
+        assert 'srm_flow_state{flow="west->east",source="west",state="unreachable",target="east"} 1.0' in scraped.text
+        assert "s3cret" not in scraped.text and "127.0.0.1" not in scraped.text
+    finally:
+        app.state.monitor.stop()
+    off = create_app(config_file(tmp_path), user=lambda: None, groups_reader=lambda: None)
+    response = TestClient(off).get("/metrics")
+    assert response.status_code == 404 and "monitoring.prometheus.token.file" in response.json()["detail"]

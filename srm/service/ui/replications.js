@@ -6,7 +6,7 @@
 const API = "../v2";
 const REFRESH_MS = 30000;
 const SAMPLES = 60;
-const STATES = ["running", "waiting", "stalled", "failed", "paused", "unknown"];
+const STATES = ["running", "waiting", "stalled", "failed", "paused", "unreachable", "unknown"];
 const SVG = "http://www.w3.org/2000/svg";
 const CHARTS = [
   {
@@ -76,8 +76,11 @@ function age(seconds) {
   return `${(seconds / 3600).toFixed(1)} h ago`;
 }
 
+// Records behind, summed over the flow's topics; unknown (null) while its clusters could not be asked.
 function totalLag(flow) {
-  return Object.values(flow.lag || {}).reduce((sum, behind) => sum + behind, 0);
+  const values = Object.values(flow.lag || {});
+  if (!values.length && ["unreachable", "unknown"].includes(stateOf(flow))) return null;
+  return values.reduce((sum, behind) => sum + behind, 0);
 }
 
 function number(value, digits = 0) {
@@ -345,7 +348,7 @@ async function drawTopics(flow) {
 
 function mostUrgent(flows) {
   // What an on-call engineer looks at first: a failed flow, then a stalled one, ...
-  const order = ["failed", "waiting", "stalled", "unknown", "paused", "running"];
+  const order = ["failed", "unreachable", "waiting", "stalled", "unknown", "paused", "running"];
   const ranked = [...flows].sort((a, b) => order.indexOf(stateOf(a)) - order.indexOf(stateOf(b)));
   return ranked.length ? ranked[0].flow : null;
 }
@@ -373,10 +376,30 @@ async function render() {
   await Promise.all([drawCharts(flow), drawTopics(flow)]);
 }
 
+// The clusters that do not answer the monitoring service, and the flows the YAML cannot parse: what
+// an on-call engineer must see before any chart.
+function drawUnanswered(clusters, invalid) {
+  const box = $("clusters");
+  box.replaceChildren();
+  for (const c of clusters.filter((c) => !c.reachable)) {
+    const line = element("p", "", "problem");
+    line.dataset.cluster = c.cluster;
+    line.append(element("span", "unreachable", "state state-unreachable"), ` ${c.reason}`);
+    box.appendChild(line);
+  }
+  for (const f of invalid) {
+    const line = element("p", "", "problem");
+    line.append(element("span", "invalid", "state state-invalid"), ` flow ${f.flow}: ${f.reason}`);
+    box.appendChild(line);
+  }
+  box.hidden = !box.childElementCount;
+}
+
 async function refresh() {
   try {
     const found = await getJson("/replications");
     state.flows = found.replications;
+    drawUnanswered(found.clusters || [], found.invalid || []);
     if (!state.flows.some((f) => f.flow === state.selected)) state.selected = mostUrgent(state.flows);
     await render();
     $("problem").hidden = true;
