@@ -54,10 +54,13 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def timed_requests(url: str, count: int, headers: dict[str, str]) -> dict[str, Any]:
-    """``count`` GETs of ``url``, CONCURRENT at a time: seconds p50/p99/max, status codes."""
+def timed_requests(url: str, count: int, headers: dict[str, str], spread_s: float = 0.0) -> dict[str, Any]:
+    """``count`` GETs of ``url``, CONCURRENT at a time (spread over ``spread_s``, as pages polling):
+    seconds p50/p99/max, status codes."""
+    pause = spread_s * CONCURRENT / max(1, count)
 
     def one(_: int) -> tuple[float, int]:
+        time.sleep(pause)
         began = time.monotonic()
         try:
             with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=120) as response:
@@ -104,6 +107,18 @@ class Served:
         self.server.should_exit = True
         self.thread.join(10)
         self.app.state.monitor.stop()
+
+
+def unreachable(served: Served, since: float, timeout_s: float = 60.0) -> tuple[list[dict[str, Any]], float | None]:
+    """The clusters ``/v2/replications`` names unreachable, and how long after ``since`` it first did."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(served.url("/v2/replications"), timeout=60) as response:
+            down = [c for c in json.loads(response.read())["clusters"] if not c["reachable"]]
+        if down:
+            return down, round(time.monotonic() - since, 1)
+        time.sleep(0.5)
+    return [], None
 
 
 def rounds(path: Path, count: int = 3) -> list[dict[str, Any]]:
@@ -177,11 +192,9 @@ def run(base: Path, partitions: int, topics: int, records: int, requests: int) -
             os.kill(pid, signal.SIGSTOP)
             try:
                 frozen_at = time.monotonic()
-                found["replications_frozen"] = timed_requests(served.url("/v2/replications"), requests, {})
-                with urllib.request.urlopen(served.url("/v2/replications"), timeout=60) as response:
-                    body = json.loads(response.read())
-                found["frozen_named_unreachable_after_s"] = round(time.monotonic() - frozen_at, 1)
-                found["frozen_clusters"] = [c for c in body["clusters"] if not c["reachable"]]
+                # Spread over 40 s: the requests span the monitor noticing (a round every 10 s).
+                found["replications_frozen"] = timed_requests(served.url("/v2/replications"), requests, {}, 40.0)
+                found["frozen_clusters"], found["frozen_named_unreachable_after_s"] = unreachable(served, frozen_at)
                 found["frozen_scrape"] = timed_requests(served.url("/metrics"), requests, auth)
             finally:
                 os.kill(pid, signal.SIGCONT)

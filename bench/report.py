@@ -844,6 +844,49 @@ def checkpoints(c: dict[str, Any]) -> list[str]:
     ]
 
 
+def monitoring(m: dict[str, Any]) -> list[str]:
+    rows = [
+        f"| {i + 1} | {r['observe_s']} | {r['render_s']} | {r['series']:,} | {r['exposition_bytes'] / 2**20:.1f} "
+        f"| {r['with_rpo']:,} of {r['partitions']:,} | {r['state']} |"
+        for i, r in enumerate(m["rounds"])
+    ]
+
+    def timing(name: str, what: str) -> str:
+        t = m[name]
+        codes = ", ".join(map(str, t["codes"]))
+        return f"| {what} | {t['requests']} | {t['p50_s']} | {t['p99_s']} | {t['max_s']} | {codes} |"
+
+    return [
+        "## Monitoring service (Prometheus scrape, status under a frozen cluster)",
+        "",
+        f"Command: `{m['command']}`.",
+        "",
+        f"One flow of {m['partitions']:,} partitions ({m['topics']} topics), copied once (available-now, "
+        f"{m['replicate_s']} s), then one record more on every partition, so that every partition is behind and its "
+        "oldest record is read for the RPO. A round of the monitor (srm.service.monitor) observes the flow (Kafka and "
+        "the warehouse) and renders the Prometheus exposition once; a scrape serves those bytes. Then the app under "
+        "uvicorn on loopback: requests over HTTP, 6 at a time, with the target answering and with its broker frozen "
+        "(SIGSTOP) as a partitioned data centre looks. Before this service, six concurrent `/v2/replications` took "
+        "60.1 s each with a frozen target (issue 48).",
+        "",
+        "| round | observe (s) | render (s) | series | exposition (MiB) | partitions with their RPO read | state |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "| requests | n | p50 (s) | p99 (s) | max (s) | status codes |",
+        "|---|---|---|---|---|---|",
+        timing("scrape", "`GET /metrics` (Prometheus scrape)"),
+        timing("replications", "`GET /v2/replications`"),
+        timing("replications_frozen", "`GET /v2/replications`, target frozen"),
+        timing("frozen_scrape", "`GET /metrics`, target frozen"),
+        "",
+        f"The frozen-target requests were spread over 40 s (the monitor probes every 10 s). `/v2/replications` "
+        f"named the target unreachable {m['frozen_named_unreachable_after_s']} s after the freeze: "
+        f"{'; '.join(c['reason'] for c in m['frozen_clusters']) or 'not within 60 s'}.",
+        "",
+    ]
+
+
 TOOLS = ("mirrormaker2", "ours")
 
 
@@ -993,6 +1036,7 @@ def render(results: dict[str, Any]) -> str:
         ("profile", profile),
         ("cluster", cluster),
         ("rest", rest),
+        ("monitoring", monitoring),
     ):
         if key in results:
             lines = part(results[key])

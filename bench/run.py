@@ -34,6 +34,7 @@ from bench import (
     copy_profile,
     failover_accuracy,
     latency,
+    monitoring,
     report,
     rest_metrics,
     scale,
@@ -63,6 +64,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
         "cluster": {"records": 1_000_000, "size": 1024, "partitions": 64, "tasks": 4, "workers": [1, 2]},
         "rest": {"topics": 100, "days": 30, "requests": 50},
+        "monitoring": {"partitions": 10_000, "topics": 100, "records": 10, "requests": 50},
     },
     "quick": {
         "throughput": {"records": 20_000, "sizes": [100], "partitions": 2, "repeat": 1},
@@ -82,6 +84,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
         "cluster": {"records": 20_000, "size": 100, "partitions": 4, "tasks": 2, "workers": [2]},
         "rest": {"topics": 5, "days": 2, "requests": 5},
+        "monitoring": {"partitions": 40, "topics": 2, "records": 10, "requests": 10},
     },
 }
 KAFKA_VERSION = "4.3.1"  # conf/jvm/kafka/pom.xml
@@ -175,6 +178,14 @@ def findings(results: dict[str, Any]) -> list[str]:
         f"- REST metric endpoints over {results['rest']['rows_in_warehouse']:,} metrics rows: slowest p95 "
         f"{slowest['p95_ms']} ms ({slowest['endpoint']})."
     )
+    mon = results.get("monitoring")
+    if mon:
+        last = mon["rounds"][-1]
+        lines.append(
+            f"- Monitoring at {mon['partitions']:,} partitions: a Prometheus scrape p99 {mon['scrape']['p99_s']} s "
+            f"({last['series']:,} series, rendered in {last['render_s']} s per round); `/v2/replications` p99 "
+            f"{mon['replications_frozen']['p99_s']} s with the target's broker frozen."
+        )
     shares = results["profile"]["shares"]
     top = next(iter(shares))
     lines.append(f"- Profile of the copy tasks (100 B records): the largest share is {top} ({shares[top]:.0%}).")
@@ -205,6 +216,7 @@ STEPS: dict[str, tuple[str, Measure]] = {
     "profile": ("copy_profile", lambda config, o: copy_profile.measure(config, **o)),
     "cluster": ("cluster", lambda config, o: cluster.measure(config, **o)),
     "rest": ("rest_metrics", lambda config, o: rest_metrics.measure(**o)),
+    "monitoring": ("monitoring", lambda config, o: monitoring.measure(config, **o)),
 }
 
 

@@ -120,6 +120,7 @@ def _schemas() -> dict[str, Any]:
                 ("source_end", i64),
                 ("lag", i64),
                 ("transactions", i64),
+                ("aborted", i64),  # added later: null in rows written before
                 *stats,
                 ("started_at", ts),
                 ("finished_at", ts),
@@ -294,7 +295,15 @@ class Warehouse:
         from deltalake import CommitProperties, Transaction, write_deltalake
 
         commit = CommitProperties(app_transactions=[Transaction(app_id, version)])
-        write_deltalake(opened, data, mode="append", commit_properties=commit, writer_properties=_writer_properties())
+        # merge: a column added to a table's schema since the table was created is added to it
+        write_deltalake(
+            opened,
+            data,
+            mode="append",
+            schema_mode="merge",
+            commit_properties=commit,
+            writer_properties=_writer_properties(),
+        )
 
     def read(self, table: str, **filters: Any) -> list[dict[str, Any]]:
         """The rows of ``table`` (as dicts) whose columns equal ``filters``; [] if it does not exist."""

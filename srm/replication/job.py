@@ -110,6 +110,7 @@ class PartitionResult:
     target_first: int = -1
     target_last: int = -1
     transactions: int = 0
+    aborted: int = 0  # transactions holding records of the partition that were aborted (copied again)
     runs: list[tuple[int, int, int]] = field(default_factory=list)
     losses: list[Loss] = field(default_factory=list)
     record_age: LatencyStats = field(default_factory=LatencyStats)

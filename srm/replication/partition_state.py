@@ -98,6 +98,8 @@ class PartitionState:
         self.next_offset = self.committed if self.committed is not None else self.origin
         self.forget_acknowledged()
         self.forget_stamps()
+        if (self.result.records, self.result.bytes) != self.saved:  # the aborted transaction held some
+            self.result.aborted += 1
         self.result.records, self.result.bytes = self.saved
         self.done = False
         return self.next_offset

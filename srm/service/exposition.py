@@ -11,7 +11,7 @@ Two sets of names:
   replication latencies are those of each partition's newest lease (``task.lease.seconds``).
 - This project's own, prefixed ``srm_``: records behind and the age of the oldest record not copied
   per partition (what a failover now would lose), the flow's state, its heartbeat and checkpoint
-  ages, records lost, transactions, whether each cluster answers, flows the file cannot parse.
+  ages, records lost, transactions committed and aborted, whether each cluster answers, flows the file cannot parse.
 
 Every series of a flow carries its ``flow`` label ("source->target") on this project's names.
 """
@@ -79,10 +79,10 @@ def _mm2_source(views: Iterable[FlowView]) -> Iterator[Any]:
     }
     for view in views:
         flow = view.flow
-        for _, partition, remote, records, size, _ in view.copied:
-            labels = [flow.source, flow.target, remote, str(partition)]
-            count["record_count"].add_metric(labels, records)
-            count["byte_count"].add_metric(labels, size)
+        for copied in view.copied:
+            labels = [flow.source, flow.target, copied.remote_topic, str(copied.partition)]
+            count["record_count"].add_metric(labels, copied.records)
+            count["byte_count"].add_metric(labels, copied.bytes)
         for row in view.leases:
             labels = [flow.source, flow.target, row["target_topic"], str(row["partition"])]
             seconds = max(0.001, (row["finished_at"] - row["started_at"]).total_seconds())
@@ -123,6 +123,11 @@ def _partitions(views: Iterable[FlowView]) -> Iterator[Any]:
     txns = _counter(
         "srm_replication_transactions", "Transactions committed with the partition's records", PARTITION_LABELS
     )
+    aborted = _counter(
+        "srm_replication_transactions_aborted",
+        "Transactions holding the partition's records that were aborted (their records copied again)",
+        PARTITION_LABELS,
+    )
     now = time.time() * 1000
     for view in views:
         flow = view.flow
@@ -139,9 +144,11 @@ def _partitions(views: Iterable[FlowView]) -> Iterator[Any]:
         losses.update({(topic, partition): records for topic, partition, records in view.lost})
         for (topic, partition), records in sorted(losses.items()):
             lost.add_metric([*base, topic, str(partition)], records)
-        for topic, partition, _, _, _, transactions in view.copied:
-            txns.add_metric([*base, topic, str(partition)], transactions)
-    yield from (lag, age, lost, txns)
+        for copied in view.copied:
+            labels = [*base, copied.topic, str(copied.partition)]
+            txns.add_metric(labels, copied.transactions)
+            aborted.add_metric(labels, copied.aborted)
+    yield from (lag, age, lost, txns, aborted)
 
 
 def _flows(views: Iterable[FlowView], now_ms: int) -> Iterator[Any]:

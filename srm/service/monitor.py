@@ -82,6 +82,19 @@ class PartitionFigures:
 
 
 @dataclass(frozen=True)
+class Copied:
+    """What the flow copied of one partition since the monitor started: the sums of its lease rows."""
+
+    topic: str
+    partition: int
+    remote_topic: str
+    records: int = 0
+    bytes: int = 0
+    transactions: int = 0
+    aborted: int = 0  # transactions holding its records that were aborted (and copied again)
+
+
+@dataclass(frozen=True)
 class FlowView:
     flow: Flow
     health: FlowHealth
@@ -89,7 +102,7 @@ class FlowView:
     leases: tuple[dict[str, Any], ...] = ()  # the newest replication_metrics row of each partition
     checkpoints: tuple[dict[str, Any], ...] = ()  # per group partition: newest, min, max, avg latency
     lost: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, records) lost, all time
-    copied: tuple[tuple[str, int, str, int, int, int], ...] = ()  # (topic, p, remote, records, bytes, txns) counted
+    copied: tuple[Copied, ...] = ()
     observed_ms: int = 0
     note: str = ""  # why these figures are older than the snapshot
 
@@ -187,8 +200,8 @@ class Monitor:
         self._probes: dict[str, futures.Future[None]] = {}
         self._observing: dict[str, futures.Future[FlowView]] = {}
         self._oldest: dict[tuple[str, str, int], tuple[int, int]] = {}  # (flow, t, p) -> (next_offset, ts)
-        # Per flow and partition: the newest lease row counted, the remote topic, (records, bytes, txns).
-        self._counted: dict[str, dict[tuple[str, int], tuple[int, str, tuple[int, int, int]]]] = {}
+        # Per flow and partition: the newest lease row counted, and the sums so far.
+        self._counted: dict[str, dict[tuple[str, int], tuple[int, Copied]]] = {}
         self._counted_until: dict[str, int] = {}  # per flow: the newest lease row counted
         self._pool = futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="srm-monitor")
         self._stop = threading.Event()
@@ -425,32 +438,38 @@ class Monitor:
 
     def _count(
         self, flow: Flow, warehouse: Warehouse, positions: dict[tuple[str, int], Position] | None
-    ) -> list[tuple[str, int, str, int, int, int]]:
+    ) -> list[Copied]:
         """Records, bytes and transactions copied per partition since the monitor started (as MM2's
         counts since its task started): the sum of the lease rows it has seen. Each round reads the
         rows from LEASE_WINDOW_S before the newest it saw (a lease's rows are appended when the
         lease ends); partitions the flow no longer has are dropped."""
         end = _now_ms() + 1
         start = self._counted_until.get(flow.name, end) - int(LEASE_WINDOW_S * 1000)
-        scanned = warehouse.scan(
-            METRICS,
-            in_window(flow.name, "finished_at", start, end),
-            ["topic", "partition", "target_topic", "records", "bytes", "transactions", "finished_at"],
-        )
+        columns = ["topic", "partition", "target_topic", "records", "bytes", "transactions", "aborted", "finished_at"]
+        scanned = warehouse.scan(METRICS, in_window(flow.name, "finished_at", start, end), columns)
         counted = self._counted.setdefault(flow.name, {})
         for row in [] if scanned is None else scanned.to_pylist():
             key = (row["topic"], row["partition"])
             finished = int(row["finished_at"].timestamp() * 1000)
-            seen, remote, sums = counted.get(key, (0, row["target_topic"], (0, 0, 0)))
+            seen, before = counted.get(key, (0, Copied(row["topic"], row["partition"], row["target_topic"])))
             if finished <= seen:
                 continue
-            sums = (sums[0] + row["records"], sums[1] + row["bytes"], sums[2] + row["transactions"])
-            counted[key] = (finished, row["target_topic"] or remote, sums)
+            counted[key] = (
+                finished,
+                replace(
+                    before,
+                    remote_topic=row["target_topic"] or before.remote_topic,
+                    records=before.records + row["records"],
+                    bytes=before.bytes + row["bytes"],
+                    transactions=before.transactions + row["transactions"],
+                    aborted=before.aborted + (row["aborted"] or 0),  # null in rows written before the column
+                ),
+            )
             self._counted_until[flow.name] = max(self._counted_until.get(flow.name, 0), finished)
         if positions is not None:
             for gone in set(counted) - set(positions):
                 del counted[gone]
-        return [(t, p, remote, *sums) for (t, p), (_, remote, sums) in sorted(counted.items())]
+        return [copied for _, (_, copied) in sorted(counted.items())]
 
 
 def _newest_leases(warehouse: Warehouse, flow: Flow) -> list[dict[str, Any]]:

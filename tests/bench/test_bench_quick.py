@@ -21,6 +21,7 @@ SECTIONS = (
     "## Profile of the copy tasks",
     "## Spark cluster",
     "## REST metric endpoints",
+    "## Monitoring service",
 )
 
 
@@ -78,6 +79,10 @@ def test_make_bench_quick_writes_the_report(tmp_path: Path) -> None:
     assert all(row["copied"] >= row["records"] for row in results["cluster"]["rows"])  # plus the heartbeats
     assert results["rest"]["rows_in_warehouse"] == 5 * 2 * 1440
     assert all(e["requests"] == 5 and e["p95_ms"] > 0 for e in results["rest"]["endpoints"])
+    mon = results["monitoring"]
+    assert mon["partitions"] == 40 and all(r["partitions"] == 40 for r in mon["rounds"]), mon
+    assert mon["scrape"]["codes"] == [200] and mon["replications_frozen"]["codes"] == [200], mon
+    assert [c["cluster"] for c in mon["frozen_clusters"]], mon  # the frozen target named unreachable
     assert again is not None and again.returncode == 0, again and again.stdout[-3000:] + again.stderr[-3000:]
     assert results["finished"] == before["finished"] and results["failover"] == before["failover"]  # kept
     assert results["profile"]["again"] is True and not any(results[part].get("again") for part in ("rest", "scale"))

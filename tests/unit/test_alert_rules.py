@@ -25,7 +25,7 @@ from srm.config.settings import FlowSettings
 from srm.health import FlowHealth
 from srm.paths import project_root
 from srm.service.exposition import render
-from srm.service.monitor import BrokenFlow, ClusterState, FlowView, PartitionFigures, Snapshot
+from srm.service.monitor import BrokenFlow, ClusterState, Copied, FlowView, PartitionFigures, Snapshot
 
 RULES = project_root() / "conf" / "prometheus" / "srm-alerts.yaml"
 RULE_TESTS = project_root() / "conf" / "prometheus" / "srm-alerts.test.yaml"
@@ -114,7 +114,7 @@ def populated_snapshot(*, full: bool = True) -> Snapshot:
         leases=(lease,),
         checkpoints=(checkpoint,),
         lost=(("orders", 0, 3),) if full else (),
-        copied=(("orders", 0, "us-west.orders", 10, 1000, 2),),
+        copied=(Copied("orders", 0, "us-west.orders", 10, 1000, 2),),
         observed_ms=now_ms,
     )
     return Snapshot(

@@ -208,7 +208,8 @@ def test_an_aborted_transaction_is_read_again_from_the_committed_progress_and_la
     assert commit_or_rewind(loop)
     assert [v for _, _, v, _ in copied(cache)] == [b"v2", b"v3", b"v4"]
     (result,) = loop.results()
-    assert (result.next_offset, result.records, result.transactions) == (5, 3, 1)
+    assert (result.next_offset, result.records, result.transactions, result.aborted) == (5, 3, 1, 1)
+    assert result.row()["aborted"] == 1  # the metrics row, and the monitor's transactions-aborted count
 
 
 @pytest.mark.parametrize("on_data_loss", ["continue", "fail"])

@@ -14,7 +14,16 @@ from prometheus_client.parser import text_string_to_metric_families
 from srm.config import load_config
 from srm.health import FlowHealth
 from srm.service.exposition import render
-from srm.service.monitor import ClusterState, ConfigSource, FlowView, Monitor, PartitionFigures, Snapshot, redact
+from srm.service.monitor import (
+    ClusterState,
+    ConfigSource,
+    Copied,
+    FlowView,
+    Monitor,
+    PartitionFigures,
+    Snapshot,
+    redact,
+)
 from tests.helpers import offline_config
 
 NOW_MS = int(time.time() * 1000)
@@ -54,7 +63,7 @@ def view(tmp_path: Path) -> FlowView:
             },
         ),
         lost=(("orders", 1, 7),),
-        copied=(("orders", 1, "west.orders", 300, 30_000, 3),),
+        copied=(Copied("orders", 1, "west.orders", 300, 30_000, 3, 1),),
         observed_ms=NOW_MS,
     )
 
@@ -82,6 +91,8 @@ def test_the_exposition_has_mm2_names_and_labels_and_the_projects_own(tmp_path: 
     ages = dict((s[0]["partition"], s[1]) for s in found["srm_replication_oldest_record_age_seconds"])
     assert ages["0"] == 0 and ages["1"] >= 90, ages  # 90 s old when rendered, more since
     assert found["srm_data_loss_records_total"] == [({**ours, "partition": "0"}, 0), ({**ours, "partition": "1"}, 7)]
+    assert found["srm_replication_transactions_total"] == [({**ours, "partition": "1"}, 3)]
+    assert found["srm_replication_transactions_aborted_total"] == [({**ours, "partition": "1"}, 1)]
     states = {s[0]["state"]: s[1] for s in found["srm_flow_state"]}
     assert states["running"] == 1 and sum(states.values()) == 1, states
     assert found["srm_heartbeat_age_seconds"][0][1] == 3.0

@@ -247,3 +247,20 @@ def test_the_scrape_endpoint_needs_its_bearer_token(tmp_path: Path) -> None:
     off = create_app(config_file(tmp_path), user=lambda: None, groups_reader=lambda: None)
     response = TestClient(off).get("/metrics")
     assert response.status_code == 404 and "monitoring.prometheus.token.file" in response.json()["detail"]
+
+
+def test_a_metrics_table_written_before_the_aborted_column_takes_it_at_the_next_append(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from srm.warehouse import _schemas
+
+    warehouse = Warehouse(tmp_path / "warehouse")
+    schema = _schemas()[METRICS]
+    old = pa.schema([f for f in schema if f.name != "aborted"])  # the table as an earlier version made it
+    first = row("orders", 0, 10, 1.0, 60)
+    write_deltalake(warehouse.path(METRICS), pa.Table.from_pylist([first], schema=old), mode="append")
+    assert warehouse.append(METRICS, [{**row("orders", 0, 20, 1.0, 30), "aborted": 2}], "test", 1)
+    table = DeltaTable(warehouse.path(METRICS)).to_pyarrow_table()
+    assert "aborted" in table.schema.names
+    assert sorted((r["records"], r["aborted"]) for r in table.to_pylist()) == [(10, None), (20, 2)]
