@@ -18,6 +18,7 @@ The topics are deleted at the end and the broker is resumed (SIGCONT) whatever h
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import math
 import os
@@ -109,16 +110,19 @@ class Served:
         self.app.state.monitor.stop()
 
 
-def unreachable(served: Served, since: float, timeout_s: float = 60.0) -> tuple[list[dict[str, Any]], float | None]:
-    """The clusters ``/v2/replications`` names unreachable, and how long after ``since`` it first did."""
+def unreachable(served: Served, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    """The clusters ``/v2/replications`` names unreachable (waiting up to ``timeout_s`` for one), each
+    with ``since_s``: when the monitor first found it so (epoch seconds)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with urllib.request.urlopen(served.url("/v2/replications"), timeout=60) as response:
             down = [c for c in json.loads(response.read())["clusters"] if not c["reachable"]]
         if down:
-            return down, round(time.monotonic() - since, 1)
+            for cluster in down:
+                cluster["since_s"] = calendar.timegm(time.strptime(cluster["since"], "%Y-%m-%dT%H:%M:%SZ"))
+            return down
         time.sleep(0.5)
-    return [], None
+    return []
 
 
 def rounds(path: Path, count: int = 3) -> list[dict[str, Any]]:
@@ -191,10 +195,15 @@ def run(base: Path, partitions: int, topics: int, records: int, requests: int) -
             found["replications"] = timed_requests(served.url("/v2/replications"), requests, {})
             os.kill(pid, signal.SIGSTOP)
             try:
-                frozen_at = time.monotonic()
+                frozen_at = time.time()
                 # Spread over 40 s: the requests span the monitor noticing (a round every 10 s).
                 found["replications_frozen"] = timed_requests(served.url("/v2/replications"), requests, {}, 40.0)
-                found["frozen_clusters"], found["frozen_named_unreachable_after_s"] = unreachable(served, frozen_at)
+                found["frozen_clusters"] = unreachable(served)
+                found["frozen_named_unreachable_after_s"] = (
+                    round(max(c["since_s"] for c in found["frozen_clusters"]) - frozen_at, 1)
+                    if found["frozen_clusters"]
+                    else None
+                )
                 found["frozen_scrape"] = timed_requests(served.url("/metrics"), requests, auth)
             finally:
                 os.kill(pid, signal.SIGCONT)

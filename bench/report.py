@@ -880,8 +880,9 @@ def monitoring(m: dict[str, Any]) -> list[str]:
         timing("replications_frozen", "`GET /v2/replications`, target frozen"),
         timing("frozen_scrape", "`GET /metrics`, target frozen"),
         "",
-        f"The frozen-target requests were spread over 40 s (the monitor probes every 10 s). `/v2/replications` "
-        f"named the target unreachable {m['frozen_named_unreachable_after_s']} s after the freeze: "
+        f"The frozen-target requests were spread over 40 s (the monitor probes every 10 s, each probe waits 5 s). "
+        f"The monitor found the target unreachable {m['frozen_named_unreachable_after_s']} s after the freeze "
+        "(to the second of its `since`): "
         f"{'; '.join(c['reason'] for c in m['frozen_clusters']) or 'not within 60 s'}.",
         "",
     ]
