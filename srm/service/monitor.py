@@ -199,7 +199,9 @@ class Monitor:
         self._admins: dict[str, tuple[str, Any]] = {}  # alias -> (settings digest, admin client)
         self._probes: dict[str, futures.Future[None]] = {}
         self._observing: dict[str, futures.Future[FlowView]] = {}
-        self._oldest: dict[tuple[str, str, int], tuple[int, int]] = {}  # (flow, t, p) -> (next_offset, ts)
+        # Per flow (each observed by one thread at a time, so each its own dict): (topic, partition) ->
+        # (the progress, the timestamp of the record there).
+        self._oldest: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
         # Per flow and partition: the newest lease row counted, and the sums so far.
         self._counted: dict[str, dict[tuple[str, int], tuple[int, Copied]]] = {}
         self._counted_until: dict[str, int] = {}  # per flow: the newest lease row counted
@@ -263,6 +265,7 @@ class Monitor:
         for issue in issues:
             broken.setdefault(str(issue.flow), []).append(issue_text(issue))
         flows = list(config.enabled_flows())
+        self._forget({f.name for f in flows})
         used = {alias for f in flows for alias in (f.source, f.target)}
         clusters = self._probe([config.cluster(a) for a in sorted(used)])
         access = MonitorAccess({a: self._admin_of(config.cluster(a)) for a in used}, clusters)
@@ -294,6 +297,12 @@ class Monitor:
         if self.render is not None:
             snapshot = replace(snapshot, exposition=self.render(snapshot))
         return snapshot
+
+    def _forget(self, names: set[str]) -> None:
+        """Drop what the monitor kept of flows the configuration no longer has (or has disabled)."""
+        for kept in (self._oldest, self._counted, self._counted_until, self._observing):
+            for name in set(kept) - names:
+                del kept[name]
 
     def _late(
         self, flow: Flow, before: FlowView | None, clusters: dict[str, ClusterState], paused: bool | None
@@ -407,13 +416,14 @@ class Monitor:
 
         out: dict[tuple[str, int], int] = {}
         wanted: dict[tuple[str, int], int] = {}
-        for gone in [k for k in self._oldest if k[0] == flow.name and k[1:] not in positions]:
-            del self._oldest[gone]
+        known = self._oldest.setdefault(flow.name, {})
+        for gone in set(known) - set(positions):
+            del known[gone]
         for key, position in positions.items():
             if position.lag <= 0:
-                self._oldest.pop((flow.name, *key), None)
+                known.pop(key, None)
                 continue
-            kept = self._oldest.get((flow.name, *key))
+            kept = known.get(key)
             if kept is not None and kept[0] == position.next_offset:
                 out[key] = kept[1]
             else:
@@ -429,7 +439,7 @@ class Monitor:
                     key = (message.topic(), message.partition())
                     if message.error() is not None or key not in wanted:
                         continue
-                    self._oldest[(flow.name, *key)] = (wanted.pop(key), message.timestamp()[1])
+                    known[key] = (wanted.pop(key), message.timestamp()[1])
                     out[key] = message.timestamp()[1]
                     consumer.pause([TopicPartition(*key)])
         finally:
