@@ -9,7 +9,8 @@ Top level::
     flows:
       - {source: <alias>, target: <alias>, <settings>}
     storage:   {warehouse, checkpoints}
-    monitoring: {prometheus.token.file}          # the bearer token Prometheus scrapes /srm/metrics with
+    monitoring: {prometheus.token.file,          # the bearer token Prometheus scrapes /srm/metrics with
+                 refresh.seconds}                # how often the monitoring service looks (default 10)
 
 ``<settings>`` are the options of :class:`FlowSettings` under MM2's names.
 """
@@ -47,6 +48,7 @@ class MonitoringSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     prometheus_token_file: str | None = Field(None, alias="prometheus.token.file", min_length=1)
+    refresh_seconds: float = Field(10.0, alias="refresh.seconds", ge=1, le=300)
 
 
 log = logging.getLogger(__name__)
@@ -155,7 +157,7 @@ class _Builder:
         token = spec.prometheus_token_file
         if token is not None and not Path(token).is_absolute():
             token = str(Path(self.doc.file).resolve().parent / token)
-        return Monitoring(prometheus_token_file=token)
+        return Monitoring(prometheus_token_file=token, refresh_seconds=spec.refresh_seconds)
 
     def _storage(self, raw: Any) -> Storage:
         """Relative paths are relative to the configuration file's folder; URIs are kept."""

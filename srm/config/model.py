@@ -125,6 +125,7 @@ class Monitoring(_Frozen):
     (None: the scrape endpoint is off)."""
 
     prometheus_token_file: str | None = None
+    refresh_seconds: float = 10.0  # how often the monitor probes the clusters and observes the flows
 
 
 class SrmConfig(_Frozen):

@@ -32,7 +32,7 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, SrmError, UsageError
 from srm.offsets.api import Direction, translate
 from srm.service import exposition, metrics
-from srm.service.monitor import REFRESH_S, ConfigSource, Monitor, Snapshot, issue_text, redact
+from srm.service.monitor import ConfigSource, Monitor, Snapshot, issue_text, redact
 from srm.service.series import MAX_SAMPLES, Window
 from srm.service.topic_summary import topic_summary
 from srm.warehouse import Warehouse
@@ -70,7 +70,7 @@ def create_app(
     groups_reader: Callable[..., Any] | None = None,
     paused: Callable[[list[str]], dict[str, bool]] | None = None,
     flow_access: FlowAccess | None = None,
-    refresh_s: float = REFRESH_S,
+    refresh_s: float | None = None,
 ) -> FastAPI:
     """The app, reading ``config_path`` (default ``$SRM_CONFIG`` or ``conf/srm.yaml``). ``user``
     authenticates a request (Airflow's ``get_user``); ``groups_reader`` also authorizes reading

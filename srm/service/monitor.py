@@ -38,7 +38,7 @@ from srm.warehouse import CHECKPOINT_METRICS, DATA_LOSS, METRICS, Warehouse, in_
 
 log = logging.getLogger(__name__)
 
-REFRESH_S = 10.0  # a snapshot is at most this old (plus one round) when the clusters answer
+REFRESH_S = 10.0  # until the configuration is read (then its monitoring.refresh.seconds)
 PROBE_TIMEOUT_S = 5.0  # a cluster that returns no metadata within this is unreachable
 OLDEST_READ_S = 5.0  # reading the oldest record not copied of each partition behind, per round
 LEASE_WINDOW_S = 300.0  # the newest lease metrics of a partition are looked for this far back
@@ -187,12 +187,13 @@ class Monitor:
         source: ConfigSource,
         paused: Callable[[list[str]], dict[str, bool]] | None = None,
         *,
-        refresh_s: float = REFRESH_S,
+        refresh_s: float | None = None,
         render: Callable[[Snapshot], bytes] | None = None,
     ) -> None:
         self.source = source
         self.paused = paused
-        self.refresh_s = refresh_s
+        self.fixed_refresh_s = refresh_s  # None: the configuration's monitoring.refresh.seconds
+        self.refresh_s = refresh_s or REFRESH_S
         self.probe_timeout_s = PROBE_TIMEOUT_S
         self.render = render
         self._snapshot = Snapshot(taken_ms=0, problem="the monitor has not looked at the clusters yet")
@@ -264,6 +265,7 @@ class Monitor:
         broken: dict[str, list[str]] = {}
         for issue in issues:
             broken.setdefault(str(issue.flow), []).append(issue_text(issue))
+        self.refresh_s = self.fixed_refresh_s or config.monitoring.refresh_seconds
         flows = list(config.enabled_flows())
         self._forget({f.name for f in flows})
         used = {alias for f in flows for alias in (f.source, f.target)}

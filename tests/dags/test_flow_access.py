@@ -4,6 +4,8 @@ and metrics; the other flow is a 403 and is not listed."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,17 @@ from tests.replication import Env, make_env
 pytestmark = pytest.mark.integration
 FAB = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
 USER, PASSWORD = "alice", "alice-reads-one-flow"
+GRANT = """
+import sys
+from airflow.providers.fab.auth_manager.cli_commands.utils import get_application_builder
+
+resource, user, password = sys.argv[1:]
+with get_application_builder() as builder:
+    security = builder.sm
+    role = security.add_role("one-flow")
+    security.add_permission_to_role(role, security.create_permission("can_read", resource))
+    security.add_user(user, "A", "B", f"{user}@localhost", role, password=password)
+"""
 
 
 @pytest.fixture
@@ -34,13 +47,18 @@ def fab(kafka: SrmConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     )
     airflow = LocalAirflow(tmp_path / "airflow", env.path)
     airflow.migrate()
-    airflow.airflow("dags", "reserialize")  # the flows' DAGs in the database,
-    airflow.airflow("sync-perm", "--include-dags")  # and as FAB resources a role can be given
     allowed = f"DAG:{env.flow().source}_to_{env.flow().target}.replicate"
-    airflow.airflow("roles", "create", "one-flow")
-    airflow.airflow("roles", "add-perms", "one-flow", "-r", allowed, "-a", "can_read")
-    user = ["--role", "one-flow", "--username", USER, "--password", PASSWORD, "--firstname", "A", "--lastname", "B"]
-    airflow.airflow("users", "create", *user, "--email", "alice@localhost")
+    # As `airflow roles create`, `roles add-perms` (after `sync-perm --include-dags`) and `users create`
+    # would, in one process: FAB's security manager creates the DAG's resource with its permission.
+    grant = subprocess.run(
+        [sys.executable, "-c", GRANT, allowed, USER, PASSWORD],
+        env=airflow.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert grant.returncode == 0, grant.stderr[-3000:]
     api = ApiServer(airflow, tmp_path)
     try:
         api.wait()

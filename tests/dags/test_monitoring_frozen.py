@@ -73,6 +73,7 @@ def test_a_frozen_cluster_is_named_unreachable_and_the_status_answers_within_2_s
         [{"source": "west", "target": "east", "topics": [topic]}],
         east=bootstrap(freezable),
         aliases=("dc-west", "dc-east"),
+        monitoring={"refresh.seconds": 2},  # rounds every 2 s: the freeze is seen sooner (each probe waits 5 s)
     )
     ensure_topic(clients.admin_client(env.west), topic, 2)
     api = ApiServer(LocalAirflow(airflow_home, env.path), tmp_path)

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.integration
 def replicated(kafka: SrmConfig, spark: Any, tmp_path: Path, unique: Callable[[str], str]) -> tuple[Env, str]:
     """A flow that just copied 300 records of one topic (3 partitions)."""
     topic = unique("rest-orders")
-    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    flows = [{"source": "west", "target": "east", "topics": [topic]}]
+    env = make_env(kafka, tmp_path, flows, monitoring={"refresh.seconds": 2})
     ensure_topic(clients.admin_client(env.west), topic, 3)
     produce(env.west, topic, sequenced(3, 300))
     replicate(spark, env)
@@ -140,7 +141,7 @@ def replications_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
     # The DAGs reach Airflow's database paused (dags_are_paused_at_creation), as a new deployment's do.
     LocalAirflow(api.airflow.home, env.path).airflow("dags", "reserialize")
     paused = ("paused", f"DAG {flow.source}_to_{flow.target}.replicate is paused in Airflow")
-    deadline = time.monotonic() + 30  # the monitor's next round (every 10 s) sees it
+    deadline = time.monotonic() + 30  # the monitor's next round (every 2 s here) sees it
     while time.monotonic() < deadline:
         (entry,) = api.get("/srm/v2/replications", token)[1]["replications"]
         if (entry["state"], entry["reason"]) == paused:
