@@ -130,3 +130,23 @@ def test_error_texts_show_no_bootstrap_servers_and_no_configuration_path(tmp_pat
     shown = redact(text, config.clusters, config.file)
     assert shown == "cluster west did not answer; see srm.yaml", shown
     assert redact("broker 127.0.0.1:2 refused", config.clusters) == "broker <broker> refused"
+
+
+def test_the_monitor_looks_as_often_as_the_configuration_says_and_a_bad_value_is_refused(tmp_path: Path) -> None:
+    from srm.config.loader import load_config_with_issues
+
+    path = offline_config(tmp_path)
+    path.write_text(path.read_text() + "monitoring:\n  refresh.seconds: 2\n")
+    monitor = Monitor(ConfigSource(path))
+    monitor.probe_timeout_s = 0.5  # nothing listens
+    try:
+        assert monitor.refresh_s == 10.0  # before the configuration is read
+        monitor.refresh()
+        assert monitor.refresh_s == 2.0
+    finally:
+        monitor.stop()
+    path.write_text(path.read_text().replace("refresh.seconds: 2", "refresh.seconds: 0"))
+    _, issues = load_config_with_issues(path)
+    assert [str(i).split(": ", 1)[1] for i in issues] == [
+        "monitoring.refresh.seconds: Input should be greater than or equal to 1 (got 0)"
+    ], issues
