@@ -129,7 +129,7 @@ class StandaloneCluster:
         try:
             with urllib.request.urlopen(f"{self.ui}/json/", timeout=5) as response:
                 return json.loads(response.read())  # type: ignore[no-any-return]
-        except OSError:
+        except (OSError, ValueError):  # not answering yet, or a body that is not the master's JSON yet
             return {}
 
     def alive_workers(self) -> list[dict[str, Any]]:
