@@ -32,7 +32,7 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, SrmError, UsageError
 from srm.offsets.api import Direction, translate
 from srm.service import exposition, metrics
-from srm.service.monitor import ConfigSource, Monitor, Snapshot, issue_text, redact
+from srm.service.monitor import ConfigSource, Monitor, Snapshot, iso, issue_text, redact
 from srm.service.series import MAX_SAMPLES, Window
 from srm.service.topic_summary import topic_summary
 from srm.warehouse import Warehouse
@@ -272,8 +272,8 @@ def _routes() -> APIRouter:
             {
                 "cluster": c.alias,
                 "reachable": c.reachable,
-                "since": _iso(c.since_ms),
-                "checked_at": _iso(c.checked_ms),
+                "since": iso(c.since_ms),
+                "checked_at": iso(c.checked_ms),
                 "reason": _public(c.unreachable_reason() or "", config),
             }
             for alias, c in sorted(found.clusters.items())
@@ -283,7 +283,7 @@ def _routes() -> APIRouter:
             "replications": flows,
             "invalid": [b.as_dict() for b in found.broken],
             "clusters": clusters,
-            "taken_at": _iso(found.taken_ms),
+            "taken_at": iso(found.taken_ms),
         }
 
     @router.get(
@@ -410,7 +410,3 @@ def _translation() -> APIRouter:
         return {"source": source, "target": target, "direction": direction, "offsets": [vars(t) for t in found]}
 
     return router
-
-
-def _iso(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))

@@ -50,6 +50,7 @@ LEASE_COLUMNS = [
     "records",
     "bytes",
     "transactions",
+    "aborted",
     *(f"{m}_{k}_ms" for m in ("record_age", "latency") for k in ("min", "avg", "max")),
     "started_at",
     "finished_at",
@@ -67,8 +68,7 @@ class ClusterState:
     def unreachable_reason(self) -> str | None:
         if self.reachable:
             return None
-        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since_ms / 1000))
-        return f"{self.alias} unreachable since {since}: {self.detail}"
+        return f"{self.alias} unreachable since {iso(self.since_ms)}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class FlowView:
 
     def as_dict(self, now_ms: int) -> dict[str, Any]:
         out = self.health.as_dict()
-        out["observed_at"] = _iso(self.observed_ms) if self.observed_ms else None
+        out["observed_at"] = iso(self.observed_ms) if self.observed_ms else None
         out["age_s"] = round((now_ms - self.observed_ms) / 1000, 1) if self.observed_ms else None
         if self.note:
             out["note"] = self.note
@@ -396,15 +396,19 @@ class Monitor:
                 for (t, p), pos in sorted(positions.items())
             )
         warehouse = Warehouse(config.storage.warehouse)
-        leases = _newest_leases(warehouse, flow)
+        # One scan of the lease rows serves both the newest lease per partition and the counts.
+        end = _now_ms() + 1
+        start = min(self._counted_until.get(flow.name, end), end) - int(LEASE_WINDOW_S * 1000)
+        scanned = warehouse.scan(METRICS, in_window(flow.name, "finished_at", start, end), LEASE_COLUMNS)
+        rows = [] if scanned is None else scanned.to_pylist()
         return FlowView(
             flow,
             health,
             partitions,
-            leases=tuple(leases),
+            leases=tuple(_newest_leases(rows, end - int(LEASE_WINDOW_S * 1000))),
             checkpoints=tuple(_checkpoint_latencies(warehouse, flow)),
             lost=tuple(_losses(warehouse, flow)),
-            copied=tuple(self._count(flow, warehouse, positions)),
+            copied=tuple(self._count(flow, rows, positions)),
             observed_ms=_now_ms(),
         )
 
@@ -449,18 +453,14 @@ class Monitor:
         return out
 
     def _count(
-        self, flow: Flow, warehouse: Warehouse, positions: dict[tuple[str, int], Position] | None
+        self, flow: Flow, rows: list[dict[str, Any]], positions: dict[tuple[str, int], Position] | None
     ) -> list[Copied]:
         """Records, bytes and transactions copied per partition since the monitor started (as MM2's
-        counts since its task started): the sum of the lease rows it has seen. Each round reads the
-        rows from LEASE_WINDOW_S before the newest it saw (a lease's rows are appended when the
+        counts since its task started): the sum of the lease rows it has seen. ``rows``: the lease
+        rows from LEASE_WINDOW_S before the newest counted (a lease's rows are appended when the
         lease ends); partitions the flow no longer has are dropped."""
-        end = _now_ms() + 1
-        start = self._counted_until.get(flow.name, end) - int(LEASE_WINDOW_S * 1000)
-        columns = ["topic", "partition", "target_topic", "records", "bytes", "transactions", "aborted", "finished_at"]
-        scanned = warehouse.scan(METRICS, in_window(flow.name, "finished_at", start, end), columns)
         counted = self._counted.setdefault(flow.name, {})
-        for row in [] if scanned is None else scanned.to_pylist():
+        for row in rows:
             key = (row["topic"], row["partition"])
             finished = int(row["finished_at"].timestamp() * 1000)
             seen, before = counted.get(key, (0, Copied(row["topic"], row["partition"], row["target_topic"])))
@@ -484,13 +484,12 @@ class Monitor:
         return [copied for _, (_, copied) in sorted(counted.items())]
 
 
-def _newest_leases(warehouse: Warehouse, flow: Flow) -> list[dict[str, Any]]:
-    end = _now_ms() + 1
-    scanned = warehouse.scan(
-        METRICS, in_window(flow.name, "finished_at", end - int(LEASE_WINDOW_S * 1000), end), LEASE_COLUMNS
-    )
+def _newest_leases(rows: list[dict[str, Any]], since_ms: int) -> list[dict[str, Any]]:
+    """The newest lease row of each partition among ``rows`` finished at or after ``since_ms``."""
     newest: dict[tuple[str, int], dict[str, Any]] = {}
-    for row in [] if scanned is None else scanned.to_pylist():
+    for row in rows:
+        if row["finished_at"].timestamp() * 1000 < since_ms:
+            continue
         key = (row["topic"], row["partition"])
         if key not in newest or row["finished_at"] > newest[key]["finished_at"]:
             newest[key] = row
@@ -561,5 +560,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _iso(ms: int) -> str:
+def iso(ms: int) -> str:
+    """``ms`` since the epoch as ISO 8601 UTC to the second."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
