@@ -20,6 +20,9 @@ ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes millisec
 BATCH = 500  # topics to one CreateTopics or DescribeConfigs request
 SERVED_WAIT_S = 120.0  # new partitions until their leaders hold them: 10,000 on one broker take ~30 s
 SERVED_POLL_S = 0.25
+# A transaction of a live copier lasts its transaction.interval.ms (100 ms by default) and its commit;
+# one still open after this holds a read of an internal topic because its producer is gone.
+HELD_S = 10.0
 # What a leader says of a partition it has not created yet (or a client whose metadata lacks it).
 NOT_SERVED_YET = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "_NOENT")
 
@@ -373,6 +376,8 @@ def read_to_end(
     keep_assigned: bool = False,
     start: int | None = None,
     until: Mapping[int, int] | None = None,
+    on_held: Callable[[], None] | None = None,
+    held_s: float = HELD_S,
 ) -> Generator[Any, None, None]:
     """Every record of one partition, or of several read at once, from its start (or offset
     ``start``) up to its current end (``enable.partition.eof`` set on ``consumer``): how the
@@ -384,7 +389,9 @@ def read_to_end(
     back, and records committed after that transaction began are not read. ``until``: offsets per
     partition the end must reach first; a partition's high watermark (:func:`list_offsets` with
     ``read_committed=False``) taken before the read makes it go on until every transaction open then has ended, so every
-    record committed before the read began is read."""
+    record committed before the read began is read. ``on_held`` is called once when the read has
+    stood at a partition's end short of ``until`` for ``held_s``: a transaction stays open that
+    long only when its producer is gone (or its cluster in trouble), and the caller may fence it."""
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -396,14 +403,17 @@ def read_to_end(
     first = OFFSET_BEGINNING if start is None else start
     assign_partitions(consumer, [TopicPartition(topic, p, first) for p in partitions])
     deadline = time.monotonic() + timeout_s
+    held = _Held(on_held, held_s)
     try:
         while True:
             if time.monotonic() > deadline:
                 waiting = f" (a transaction open since before offset {max(ends.values())})" if ends else ""
                 raise SrmError(f"reading {where} to its end{waiting}: nothing for {timeout_s:.0f} s")
+            held.check()
             messages = consumer.consume(10_000, 0.05)
             if messages:
                 deadline = time.monotonic() + timeout_s
+                held.since = None
             for message in messages:
                 error = message.error()
                 if error is None:
@@ -412,11 +422,28 @@ def read_to_end(
                     pending.discard(message.partition())
                     if not pending:
                         return
+                elif error.name() == "_PARTITION_EOF":
+                    held.since = time.monotonic()
                 else:
                     _check_read(error, where)
     finally:
         if not keep_assigned:
             consumer.unassign()
+
+
+class _Held:
+    """Calls ``on_held`` once when a read has stood at a partition's end (its last stable offset),
+    short of where it must reach, for ``held_s``."""
+
+    def __init__(self, on_held: Callable[[], None] | None, held_s: float) -> None:
+        self.on_held = on_held
+        self.held_s = held_s
+        self.since: float | None = None  # at a partition's end short of ``until`` since then
+
+    def check(self) -> None:
+        if self.on_held is not None and self.since is not None and time.monotonic() - self.since > self.held_s:
+            called, self.on_held = self.on_held, None
+            called()
 
 
 def assign_partitions(consumer: Any, partitions: Sequence[Any]) -> None:

@@ -207,6 +207,7 @@ class BatchRunner:
                 self.owner.offset,
                 mm2.name if on_target else None,
                 lease,
+                own.tasks,
             )
             for slot in range(own.tasks)
             if slot in grouped or lease is not None  # a lease runs every slot, to pick up new partitions

@@ -26,13 +26,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from srm import clients
-from srm.errors import LastingFaultError, ReplicationError
+from srm.errors import LastingFaultError, ReplicationError, SrmError
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.deliveries import TransactionAborted
 from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult, fault_payload
 from srm.replication.kafka_errors import is_fatal, read_error
 from srm.replication.losses import retention_loss, starting_point
-from srm.replication.ownership import OWNERS_TAIL_READER, latest_ownership, taken_over
+from srm.replication.ownership import OWNERS_TAIL_READER, fence_producers, latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import progress_group, read_progress
 from srm.replication.provenance import Provenance
@@ -87,7 +87,8 @@ class CopyLoop:
         ranges = list(ranges)
         if not ranges:
             return []
-        progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, [r.key for r in ranges])
+        keys = [r.key for r in ranges]
+        progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, keys, self._fence_others)
         lows = self.reader.log_starts([r.key for r in ranges])
         started = int(time.time() * 1000)
         added = []
@@ -358,6 +359,26 @@ class CopyLoop:
             f"no record from {self.job.source.alias} ({self.job.source.describe()}) for {STALL_TIMEOUT_S:.0f} s while "
             f"copying {waiting}: is the source cluster reachable and does every partition have a leader?"
         )
+
+    def _fence_others(self) -> None:
+        """A transaction left open holds the read of the progress: a copier of another slot that died
+        with its Python worker (killed, out of memory) keeps it open for transaction.timeout.ms, and
+        the slot's next copier, which would abort it, waits for this lease to end. Its producers
+        fenced, the transaction is aborted now. A live copier fenced by mistake (its transaction
+        held that long by an outage) fails its task, which Spark runs again."""
+        ids = self.job.others_transactional_ids
+        if not ids:
+            return
+        slot = f"slot {self.job.slot} of flow {self.job.flow.name}"
+        log.warning(
+            "%s: a transaction left open holds the read of the progress; fencing the producers of the "
+            "other %d slot(s) of epoch %d (a copier that died with its worker leaves its transaction open)",
+            *(slot, self.job.slots - 1, self.job.epoch),
+        )
+        try:
+            fence_producers(self.job.target, ids)
+        except SrmError as exc:  # the read goes on waiting, up to the transaction's time-out
+            log.warning("%s: %s", slot, exc)
 
     # --- target clients -----------------------------------------------------------------------
     def _progress_reader(self) -> Any:

@@ -63,6 +63,7 @@ class CopyJob:
     owners_offset: int  # where the task starts reading the flow's ownership records
     mm2_syncs_on_target: str | None = None  # MM2 offset-syncs topic when it lives on the target
     lease: Lease | None = None  # None: available-now, copy the ranges to their ends and return
+    slots: int = 1  # the epoch's slots (its tasks.max)
 
     @property
     def transactional_id(self) -> str:
@@ -74,6 +75,14 @@ class CopyJob:
         from srm.replication.ownership import copy_transactional_ids
 
         return copy_transactional_ids(self.flow, self.epoch, self.slot)
+
+    @property
+    def others_transactional_ids(self) -> list[str]:
+        """The transactional ids of the epoch's other slots."""
+        from srm.replication.ownership import copy_transactional_ids
+
+        others = (slot for slot in range(self.slots) if slot != self.slot)
+        return [tid for slot in others for tid in copy_transactional_ids(self.flow, self.epoch, slot)]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ records it does not hold. Its offset is the next *source* offset to copy; it car
 topic id, which changes when a topic is recreated. It is read read_committed past its last
 stable offset, until every transaction open when the read began has ended (the other slots'
 transactions of this run last ~100 ms; the run's claim of the flow aborted those of earlier
-runs): a record committed after another slot's transaction began is read too.
+runs): a record committed after another slot's transaction began is read too. A copier that
+died with its Python worker leaves its transaction open until transaction.timeout.ms (2 minutes):
+a copier whose read it holds fences the other slots' producers (:meth:`CopyLoop.add`).
 
 Continuous mode does not write a progress record in every transaction
 (:mod:`srm.replication.writer`): every transaction holds a history record per partition it moved
@@ -28,6 +30,7 @@ still read for partitions the topic does not know yet.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,10 +60,13 @@ class Progress:
     journaled: bool = False
 
 
-def read_progress(consumer: Any, admin: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
+def read_progress(
+    consumer: Any, admin: Any, flow: Flow, partitions: list[Key], on_held: Callable[[], None] | None = None
+) -> dict[Key, Progress]:
     """The progress of ``partitions`` (source topic, partition): the progress topic, else the
     legacy group offsets. ``consumer``: a read_committed consumer of the target with
-    ``enable.partition.eof``; ``admin``: an admin client of the target."""
+    ``enable.partition.eof``; ``admin``: an admin client of the target. ``on_held``: called once
+    when a transaction left open holds the read (:func:`srm.topics.read_to_end`)."""
     if not partitions:
         return {}
     wanted = set(partitions)
@@ -68,7 +74,8 @@ def read_progress(consumer: Any, admin: Any, flow: Flow, partitions: list[Key]) 
     journal: dict[Key, int] = {}  # journaled partitions: where their later history may start
     topic = progress_topic_name(flow)
     exists = retrying(lambda: consumer.list_topics(topic, timeout=30), f"cannot look up {topic}").topics[topic]
-    for message in read_to_end(consumer, topic, 0, until=_ends(admin, topic)) if exists.error is None else ():
+    held = read_to_end(consumer, topic, 0, until=_ends(admin, topic), on_held=on_held) if exists.error is None else ()
+    for message in held:
         try:
             record = ProgressRecord.from_message(message)
         except RecordFormatError as exc:  # never stop a flow over one unreadable record
@@ -81,7 +88,7 @@ def read_progress(consumer: Any, admin: Any, flow: Flow, partitions: list[Key]) 
             if record.journaled:
                 journal[key] = record.history_from
     if journal:
-        found.update(_journal(consumer, admin, flow, journal))
+        found.update(_journal(consumer, admin, flow, journal, on_held))
     missing = [key for key in partitions if key not in found]
     if missing:
         found.update(_legacy(consumer, flow, missing))
@@ -110,7 +117,9 @@ def _ends(admin: Any, topic: str) -> dict[int, int]:
     return {0: list_offsets(admin, [(topic, 0)], "latest", read_committed=False)[(topic, 0)]}
 
 
-def _journal(consumer: Any, admin: Any, flow: Flow, journal: dict[Key, int]) -> dict[Key, Progress]:
+def _journal(
+    consumer: Any, admin: Any, flow: Flow, journal: dict[Key, int], on_held: Callable[[], None] | None = None
+) -> dict[Key, Progress]:
     """The latest history record of each journaled partition, read from the lowest history offset
     they name to the history's end (read_committed: aborted transactions are skipped)."""
     topic = history_topic_name(flow)
@@ -128,7 +137,7 @@ def _journal(consumer: Any, admin: Any, flow: Flow, journal: dict[Key, int]) -> 
             *(topic, low, until[0], ", ".join(f"{t}[{p}] from offset {journal[(t, p)]}" for t, p in gone)),
         )
     latest: dict[Key, Progress] = {}
-    for message in read_to_end(consumer, topic, 0, start=max(start, low), until=until):
+    for message in read_to_end(consumer, topic, 0, start=max(start, low), until=until, on_held=on_held):
         if is_opener(message):  # it restates committed progress: never newer than the record after it
             continue
         try:

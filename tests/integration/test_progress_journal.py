@@ -29,8 +29,8 @@ from srm.internal_topics import (
 from srm.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
 from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.ownership import copy_transactional_ids, fence_producers
-from srm.replication.progress import Progress, read_flow_progress
-from srm.topics import broker_count, ensure_topic, list_offsets, partition_counts
+from srm.replication.progress import Progress, progress_group, read_flow_progress, read_progress
+from srm.topics import HELD_S, broker_count, ensure_topic, list_offsets, partition_counts
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import latest_progress, target_records, wait_for
 from tests.integration.test_replicate_failures import delete_records
@@ -134,6 +134,43 @@ def test_the_read_waits_for_a_transaction_of_another_slot_open_when_it_began(
     finally:
         ends.join()
     assert found == {(topic, 0): Progress(20, "id", journaled=True)}
+
+
+def test_a_transaction_left_open_by_a_dead_slot_is_fenced_by_the_read_it_holds(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """A copier that died with its Python worker leaves its transaction open until the broker's
+    time-out (60 s for this producer, 2 minutes for a copier's), holding the history's last stable
+    offset. The read it holds calls ``on_held`` once after HELD_S; the copier fences the other
+    slots' producers there, and the records committed after the dead transaction began are read
+    long before the time-out. The dead transaction's records are aborted: never a position."""
+    topic = unique("journal-dead")
+    env, flow = flow_env(kafka, tmp_path, topic)
+    runs, position, opener = records_of(flow, topic)
+    dead_id = unique("dead-slot")
+    dead, slot = Slot(env, dead_id), Slot(env, unique("slot"))
+
+    slot.transaction(runs(1, 5))
+    mark = slot.acked[-1] + 1
+    slot.transaction(position(0, 10, mark), runs(0, 10))
+    dead.begin(opener(0, 10), runs(0, 99))  # never committed: its process is gone
+    slot.transaction(runs(0, 20))  # committed after the dead one began: past the last stable offset
+    held: list[float] = []
+
+    def fence() -> None:
+        held.append(time.monotonic())
+        fence_producers(env.east, [dead_id])
+
+    consumer = clients.reader(env.east, progress_group(flow.source))
+    started = time.monotonic()
+    try:
+        found = read_progress(consumer, clients.admin_client(env.east), flow, [(topic, 0)], on_held=fence)
+    finally:
+        consumer.close()
+    took = time.monotonic() - started
+    assert found == {(topic, 0): Progress(20, "id", journaled=True)}
+    assert len(held) == 1 and held[0] - started > HELD_S, held
+    assert took < HELD_S + 20, f"the read took {took:.1f} s: the dead transaction was not fenced"
 
 
 def test_a_journaled_record_naming_a_gone_history_is_reported(

@@ -51,7 +51,10 @@ def test_sigkill_anywhere_then_deleted_checkpoint_exactly_once(
                 os.kill(worker, signal.SIGKILL)
             kills.append(f"{len(workers)} Python worker(s)")
             copied = target_records(env, topic)
-            wait_for(lambda: target_records(env, topic) > copied, 60, "copying after the workers were killed")  # noqa: B023
+            try:
+                wait_for(lambda: target_records(env, topic) > copied, 60, "copying after the workers were killed")  # noqa: B023
+            except pytest.fail.Exception as exc:
+                raise AssertionError(f"{exc}; the job's log ends:\n{job.text()[-4000:]}") from None
             assert job.process.poll() is None, "the job died with its Python workers: " + job.text()[-3000:]
         job.kill()
         kills.append("the whole job")
