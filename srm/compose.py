@@ -33,6 +33,7 @@ GENERATED = {
     "AIRFLOW_ADMIN_PASSWORD": lambda: secrets.token_urlsafe(12),
     "AIRFLOW_FERNET_KEY": lambda: base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
     "AIRFLOW_SECRET_KEY": lambda: secrets.token_urlsafe(64),  # signs JWTs with HS512: 64 bytes at least
+    "SRM_PROMETHEUS_TOKEN": lambda: secrets.token_urlsafe(32),
 }
 
 
@@ -50,7 +51,12 @@ def write_env(example: Path, env: Path) -> bool:
 
 
 PLACEHOLDER = "change-me"
-MIN_LENGTH = {"POSTGRES_PASSWORD": 12, "AIRFLOW_ADMIN_PASSWORD": 12, "AIRFLOW_SECRET_KEY": 64}
+MIN_LENGTH = {
+    "POSTGRES_PASSWORD": 12,
+    "AIRFLOW_ADMIN_PASSWORD": 12,
+    "AIRFLOW_SECRET_KEY": 64,
+    "SRM_PROMETHEUS_TOKEN": 32,
+}
 
 
 def secret_problems(env: Mapping[str, str]) -> list[str]:
@@ -194,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(ready)} services ready: " + ", ".join(s.service for s in ready))
     print(f"Airflow UI: http://{host}:{port}  (Replications page: http://{host}:{port}/srm/ui/)")
     print(f"login: {env.get('AIRFLOW_ADMIN_USER', 'admin')}, password: AIRFLOW_ADMIN_PASSWORD in .env")
+    prometheus = env.get("PROMETHEUS_PORT", "9090")
+    print(f"Prometheus (scraping the monitoring service, with the alert rules): http://127.0.0.1:{prometheus}")
     print(f"the stack's commands: {shlex.join(args.compose)} exec airflow-scheduler srm-control status")
     return 0
 

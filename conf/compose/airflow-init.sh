@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The compose stack's one-shot init (service airflow-init), run at every `up`: the secrets checked, the
 # metadata database, the admin user (FAB's auth manager: a real login; its password set from .env each
-# time), the spark_default connection to the stack's Spark master, and a check of the flows' YAML.
+# time), the spark_default connection to the stack's Spark master, the Prometheus scrape token, and a
+# check of the flows' YAML.
 set -euo pipefail
-: "${AIRFLOW_ADMIN_USER:?}" "${AIRFLOW_ADMIN_PASSWORD:?set AIRFLOW_ADMIN_PASSWORD in .env}" "${SPARK_MASTER_URL:?}"
+: "${SRM_PROMETHEUS_TOKEN:?set SRM_PROMETHEUS_TOKEN in .env}" "${AIRFLOW_ADMIN_USER:?}" "${AIRFLOW_ADMIN_PASSWORD:?set AIRFLOW_ADMIN_PASSWORD in .env}" "${SPARK_MASTER_URL:?}"
 python -m srm.compose check
 # A PostgreSQL volume made with another POSTGRES_PASSWORD refuses this one: say so, not a stack trace.
 python - <<'PY'
@@ -42,4 +43,9 @@ fi
 airflow connections delete spark_default >/dev/null 2>&1 || true
 airflow connections add spark_default --conn-type spark --conn-host "$SPARK_MASTER_URL" >/dev/null
 echo "airflow-init: connection spark_default -> $SPARK_MASTER_URL"
+# The scrape token: read by the API server (monitoring.prometheus.token.file of the flows' YAML) and by
+# Prometheus (credentials_file), both in group 0; nobody else.
+(umask 037 && printf '%s\n' "$SRM_PROMETHEUS_TOKEN" >/opt/srm/secrets/prometheus-token.new \
+    && mv -f /opt/srm/secrets/prometheus-token.new /opt/srm/secrets/prometheus-token)
+echo "airflow-init: Prometheus scrape token written (/opt/srm/secrets/prometheus-token)"
 srm-control validate

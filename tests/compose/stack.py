@@ -58,7 +58,13 @@ def describe(command: list[str]) -> str:
     return shlex.join(command)
 
 
-PORTS = {"AIRFLOW_UI_PORT": 18080, "SPARK_UI_PORT": 18081, "KAFKA_WEST_PORT": 39192, "KAFKA_EAST_PORT": 49192}
+PORTS = {
+    "AIRFLOW_UI_PORT": 18080,
+    "SPARK_UI_PORT": 18081,
+    "KAFKA_WEST_PORT": 39192,
+    "KAFKA_EAST_PORT": 49192,
+    "PROMETHEUS_PORT": 19090,
+}
 FLOW = "us-west_to_us-east"
 REMOTE = f"us-west.{DEMO_TOPIC}"
 STARTED = time.monotonic()

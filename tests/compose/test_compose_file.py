@@ -14,6 +14,7 @@ import yaml
 
 from srm.compose import GENERATED, read_env, secret_problems, write_env
 from tests.compose.stack import COMPOSE_FILE, ENV_EXAMPLE, OFFLINE_FILE, ROOT, compose, run
+from tests.unit.test_alert_rules import promtool
 
 LONG_RUNNING = {
     "postgres",
@@ -26,6 +27,7 @@ LONG_RUNNING = {
     "spark-worker-2",
     "kafka-west",
     "kafka-east",
+    "prometheus",
 }
 
 
@@ -54,15 +56,60 @@ def test_the_compose_file_is_valid_with_every_service_healthchecked() -> None:
     mounts = [str(v) for v in services["airflow-dag-processor"]["volumes"]]
     assert any("/opt/srm/conf/flows" in m and "conf/compose/flows" in m for m in mounts), mounts  # a folder
     assert env["SRM_CONFIG"] == "/opt/srm/conf/flows/srm.yaml"
-    # the admin's password reaches the init service only
-    assert [n for n, s in services.items() if "AIRFLOW_ADMIN_PASSWORD" in (s.get("environment") or {})] == [
-        "airflow-init"
-    ]
+    # the admin's password and the scrape token reach the init service only (it writes the token's file)
+    for secret in ("AIRFLOW_ADMIN_PASSWORD", "SRM_PROMETHEUS_TOKEN"):
+        assert [n for n, s in services.items() if secret in (s.get("environment") or {})] == ["airflow-init"]
+
+
+def volumes(service: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """A service's mounts by target: (source, read only), from the short or the long syntax."""
+    found = {}
+    for volume in service["volumes"]:
+        if isinstance(volume, str):
+            source, target, *mode = volume.split(":")
+            found[target] = (source, mode == ["ro"])
+        else:
+            found[volume["target"]] = (volume["source"], bool(volume.get("read_only")))
+    return found
+
+
+def test_prometheus_scrapes_the_monitoring_service_with_the_token_the_flows_name(tmp_path: Path) -> None:
+    """The stack's Prometheus config is valid (promtool), its rule file and token are mounted where it
+    reads them, and the flows' YAML names the same token file for the API server."""
+    services = config(COMPOSE_FILE)["services"]
+    mounts = volumes(services["prometheus"])
+    settings = yaml.safe_load((ROOT / "conf" / "compose" / "prometheus.yml").read_text())
+    (job,) = settings["scrape_configs"]
+    assert job["metrics_path"] == "/srm/metrics"
+    assert job["static_configs"] == [{"targets": ["airflow-apiserver:8080"]}]
+    token = Path(job["authorization"]["credentials_file"])
+    assert mounts[str(token.parent)] == ("srm-secrets", True)
+    assert volumes(services["airflow-apiserver"])[str(token.parent)][0] == "srm-secrets"
+    flows = yaml.safe_load((ROOT / "conf" / "compose" / "flows" / "srm.yaml").read_text())
+    assert flows["monitoring"]["prometheus.token.file"] == str(token)
+    assert str(token) in (ROOT / "conf" / "compose" / "airflow-init.sh").read_text()
+    # promtool on the config, the mounted repo files in place of the container's paths
+    local = {target: source for target, (source, _) in mounts.items() if source.startswith("/")}
+    for source in local.values():
+        assert Path(source).is_file(), f"prometheus mounts {source}, which does not exist"
+    assert local["/etc/prometheus/prometheus.yml"] == str(ROOT / "conf" / "compose" / "prometheus.yml")
+    assert settings["rule_files"] == ["/etc/prometheus/rules/srm-alerts.yaml"]
+    assert local["/etc/prometheus/rules/srm-alerts.yaml"] == str(ROOT / "conf" / "prometheus" / "srm-alerts.yaml")
+    (tmp_path / "token").write_text("t\n")
+    settings["rule_files"] = [local["/etc/prometheus/rules/srm-alerts.yaml"]]
+    job["authorization"]["credentials_file"] = str(tmp_path / "token")
+    checked = tmp_path / "prometheus.yml"
+    checked.write_text(yaml.safe_dump(settings))
+    done = subprocess.run([promtool(), "check", "config", str(checked)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_offline_override_runs_kafka_and_postgres_from_images_built_here() -> None:
     services = config(COMPOSE_FILE, OFFLINE_FILE)["services"]
     assert services["postgres"]["image"] == "srm-services:local"
+    assert services["prometheus"]["image"] == "srm-services:local"
+    assert services["prometheus"]["entrypoint"][-1] == "/usr/bin/prometheus"
+    assert services["prometheus"]["command"][0] == "--config.file=/etc/prometheus/prometheus.yml"
     for side in ("kafka-west", "kafka-east"):
         assert services[side]["image"] == "srm:latest"
         assert services[side]["command"] == ["python", "-m", "srm.container", "kafka"]

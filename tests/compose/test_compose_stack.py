@@ -1,17 +1,23 @@
 """The docker-compose stack end to end (``make test-compose``; not in ``make test``): up on images built
 here (conf/compose/offline.yaml), healthy, the Airflow API behind a login, the demo topic replicated by
 the flow's replicate DAG run by the scheduler (LocalExecutor) on the stack's Spark cluster, every record
-exactly once on us-east; a YAML edit shows up as DAGs; down leaves nothing behind."""
+exactly once on us-east; the stack's Prometheus scrapes the monitoring service with the token from .env
+and loads the alert rules; a YAML edit shows up as DAGs; down leaves nothing behind."""
 
 from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import yaml
 
+from srm.demo import DEMO_PARTITIONS, DEMO_TOPIC
+from srm.paths import project_root
 from tests.compose.stack import FLOW, PORTS, Stack, dag_parsed, replicate_demo, running, say, wait_for
 
 pytestmark = [pytest.mark.compose, pytest.mark.timeout(2400)]
@@ -46,6 +52,47 @@ def test_the_demo_topic_is_replicated_exactly_once_by_the_dag(stack: Stack) -> N
     assert status == 200 and answer["replications"][0]["state"] != "paused", answer
     status, answer = stack.request("PATCH", f"/api/v2/dags/{FLOW}.replicate", {"is_paused": True})
     assert status == 200, answer
+
+
+def prometheus(path: str) -> Any:
+    url = f"http://127.0.0.1:{PORTS['PROMETHEUS_PORT']}{path}"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        answer = json.loads(response.read())
+    assert answer["status"] == "success", answer
+    return answer["data"]
+
+
+def query(expr: str) -> dict[tuple[tuple[str, str], ...], float]:
+    found = prometheus("/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["result"]
+    return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in found}
+
+
+def test_prometheus_scrapes_the_monitoring_service_and_loads_the_alert_rules(stack: Stack) -> None:
+    """After the demo flow ran: the scrape with the token of .env is up, the clusters reachable, the demo
+    topic's lag 0 on every partition; the endpoint refuses a scrape without the token; the rules load."""
+    assert stack.request("GET", "/srm/metrics", token=None)[0] == 401
+    assert stack.request("GET", "/srm/metrics", token="not-the-token")[0] == 401
+
+    def scraped() -> dict[str, Any] | None:
+        targets = prometheus("/api/v1/targets")["activeTargets"]
+        up = [t for t in targets if t["labels"]["job"] == "srm" and t["health"] == "up"]
+        return up[0] if up and query('srm_flow_state{source="us-west",target="us-east"} == 1') else None
+
+    target = wait_for("Prometheus scraping /srm/metrics of airflow-apiserver", scraped, 180)
+    say(f"Prometheus scrapes {target['scrapeUrl']}: up, {target['lastScrapeDuration']:.3f} s")
+    reachable = query("srm_cluster_reachable")
+    assert {dict(k)["cluster"]: v for k, v in reachable.items()} == {"us-west": 1.0, "us-east": 1.0}, reachable
+    labels = f'flow="us-west->us-east",topic="{DEMO_TOPIC}"'
+
+    def caught_up() -> dict[tuple[tuple[str, str], ...], float] | None:
+        found = query(f"srm_replication_records_lag{{{labels}}}")
+        return found if len(found) == DEMO_PARTITIONS and set(found.values()) == {0.0} else None
+
+    lag = wait_for("the demo topic's lag 0 on every partition on Prometheus", caught_up, 120)  # copied before
+    loaded = {r["name"] for g in prometheus("/api/v1/rules")["groups"] for r in g["rules"]}
+    rules = yaml.safe_load((project_root() / "conf" / "prometheus" / "srm-alerts.yaml").read_text())
+    assert loaded == {r["alert"] for g in rules["groups"] for r in g["rules"]}, loaded
+    say(f"{len(lag)} partitions of lag 0 and {len(loaded)} alert rules on the stack's Prometheus")
 
 
 def test_a_yaml_edit_changes_the_dags(stack: Stack) -> None:
