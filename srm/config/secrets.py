@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
+from srm.config.properties import properties_value
 from srm.errors import SrmError
 
 if TYPE_CHECKING:
@@ -162,8 +163,7 @@ def _read_properties_key(path: Path, key: str, where: str) -> str:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SrmError(f"{where}: cannot read secrets file {path}: {exc.strerror}") from None
-    for line in text.splitlines():
-        name, sep, value = line.partition("=")
-        if sep and name.strip() == key and not line.lstrip().startswith(("#", "!")):
-            return value.strip()
-    raise SrmError(f"{where}: secrets file {path} has no key {key!r}")
+    value = properties_value(text, key)
+    if value is None:
+        raise SrmError(f"{where}: secrets file {path} has no key {key!r}")
+    return value

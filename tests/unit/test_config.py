@@ -247,6 +247,24 @@ def test_file_references_read_a_properties_file(tmp_path: Path) -> None:
     assert client_settings(config.cluster("b"), "admin")["sasl.password"] == "from-file"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "b.password: colon-separated\n",  # Java's key: value
+        "b.password colon-separated\n",  # and key value
+        "# a comment ending in a backslash \\\nb.password=colon-separated\n",  # does not continue
+        "b.password=colon-\\\n    separated\n",  # a continued value
+        "b.password=wrong\nb.password=colon-separated\n",  # the last one, as Java keeps it
+    ],
+    ids=["colon", "space", "comment-backslash", "continuation", "last-wins"],
+)
+def test_file_references_read_the_file_as_java_does(tmp_path: Path, text: str) -> None:
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text(text)
+    config = parse(SECRET_CONFIG.replace("${env:SRM_TEST_B_PASSWORD}", f"${{file:{secrets}:b.password}}"))
+    assert client_settings(config.cluster("b"), "admin")["sasl.password"] == "colon-separated"
+
+
 def test_clients_disable_nagle_as_kafkas_own_clients_do_unless_a_cluster_says_otherwise() -> None:
     config = parse("""
 clusters:

@@ -117,3 +117,14 @@ def test_java_properties_syntax() -> None:
         ("unicode", "café", 9),
         ("empty", "", 10),
     ]
+
+
+def test_java_properties_edge_cases_as_java_reads_them() -> None:
+    """A comment ending in a backslash does not continue (Java continues only key-value lines);
+    CRLF line ends count one line each; a key may be escaped and a value may hold separators."""
+    props = parse_properties("# ends in \\\r\nafter.comment=1\r\nkey\\ with\\=sep = a=b:c\r\n\r\nlast: x\r\n")
+    assert [(p.key, p.value, p.line) for p in props] == [
+        ("after.comment", "1", 2),
+        ("key with=sep", "a=b:c", 3),
+        ("last", "x", 5),
+    ]
