@@ -32,7 +32,7 @@ from srm.paths import local_dir, project_root
 
 log = logging.getLogger(__name__)
 
-EXECUTOR_DISTRIBUTIONS = ("confluent-kafka", "pydantic", "PyYAML", "tenacity")
+EXECUTOR_DISTRIBUTIONS = ("confluent-kafka", "interegular", "javaproperties", "pydantic", "PyYAML", "tenacity")
 PROJECT_PACKAGES = ("srm", "include")
 ALIAS = "srm-env"  # the folder Spark unpacks the archive into, in each executor's working folder
 

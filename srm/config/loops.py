@@ -2,9 +2,13 @@
 
 With the identity policy a remote topic keeps its name, so MM2's cycle rule cannot see that
 ``orders`` on B came from A; if B->A also admits ``orders`` every record circulates forever.
-Admitting "the same topic" is decided on concrete names: every literal in the flows' ``topics``
-lists, a sample string generated from each regex, and a few common names. A loop is reported
-only when such a name passes every flow of the cycle, so a report is never a false alarm.
+Admitting "the same topic" is decided exactly: the flows' ``topics`` and ``topics.exclude`` regexes
+become automata (interegular), whose intersection holds every topic name all flows of the cycle
+admit; its shortest names (after the flows' literal names and a few common ones, for a readable
+message) are checked against every rule of the flows (internal and heartbeats topics). A loop is
+reported only when such a name passes every flow of the cycle, so a report is never a false alarm.
+A regex interegular does not model (a back-reference, a look-around) leaves the literal and common
+names only.
 
 Provenance headers (``provenance.headers.enabled``, srm/replication/provenance.py) make a loop of two
 clusters safe when both flows have them: a record never goes back to its origin. Nothing makes a loop
@@ -16,16 +20,22 @@ records of its two clusters.
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+
+from interegular import FSM, InvalidSyntax, Unsupported, parse_pattern
 
 from srm.config.model import Flow
-from srm.config.regexsample import sample_match
 from srm.config.yamlsource import YamlDocument
 from srm.errors import ConfigIssue
 from srm.filters import NameFilter, should_replicate_topic
 
 COMMON_NAMES = ("orders", "events", "t", "topic", "test")
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._\-]+")  # the characters Kafka allows in a topic name
+SHORTEST = 50  # names of the flows' common language tried against their other rules, shortest first
 
 
 def loop_issues(doc: YamlDocument, flows: list[Flow], indexes: dict[str, int]) -> list[ConfigIssue]:
@@ -115,11 +125,37 @@ def _cycles(flows: list[Flow], indexes: dict[str, int]) -> Iterator[list[Flow]]:
 def _candidates(flows: list[Flow]) -> Iterator[str]:
     for flow in flows:
         for pattern in flow.settings.topics:
-            sample = sample_match(pattern)
-            if sample:
-                yield sample
-            yield re.sub(r"\\(.)", r"\1", pattern)  # a literal name written with escapes (orders\.eu)
+            literal = re.sub(r"\\(.)", r"\1", pattern)  # a literal name written with escapes (orders\.eu)
+            if TOPIC_NAME.fullmatch(literal):
+                yield literal
     yield from COMMON_NAMES
+    common = _common_language(flows)
+    if common is not None:
+        for symbols in itertools.islice(common.strings(), SHORTEST):  # type: ignore[no-untyped-call]
+            if all(isinstance(s, str) for s in symbols):
+                yield "".join(symbols)
+
+
+def _common_language(flows: list[Flow]) -> FSM | None:
+    """The topic names every flow's ``topics`` admits and its ``topics.exclude`` does not, as one
+    automaton; None if a regex uses a construct interegular does not model."""
+    try:
+        languages = [_language(flow) for flow in flows]
+    except (Unsupported, InvalidSyntax, ValueError, RecursionError):
+        return None
+    return functools.reduce(operator.and_, languages, parse_pattern(TOPIC_NAME.pattern).to_fsm())
+
+
+def _language(flow: Flow) -> FSM:
+    def union(patterns: Iterable[str]) -> FSM | None:
+        fsms = [parse_pattern(p).to_fsm() for p in patterns]
+        return functools.reduce(operator.or_, fsms) if fsms else None
+
+    admitted = union(flow.settings.topics)
+    if admitted is None:
+        return parse_pattern("[^\\s\\S]").to_fsm()  # nothing
+    excluded = union(flow.settings.topics_exclude)
+    return admitted if excluded is None else admitted - excluded
 
 
 def _common_topic(cycle: list[Flow]) -> str | None:

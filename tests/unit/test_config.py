@@ -121,6 +121,38 @@ flows:
     assert "(a:inv -> b:inv -> c:inv -> a:inv -> ...)" in issues[0].message
 
 
+@pytest.mark.parametrize(
+    ("ab", "ba", "topic"),
+    [
+        (["a.*"], [".*b"], "ab"),  # no literal, no common name: only the regexes' intersection has one
+        (["[0-9]+-raw"], ["[5-9]+.*"], "5-raw"),
+        (["(x)\\1"], ["xx"], "xx"),  # a back-reference interegular does not model: the literal name
+    ],
+)
+def test_an_identity_loop_is_found_by_the_exact_intersection_of_the_regexes(
+    ab: list[str], ba: list[str], topic: str
+) -> None:
+    flows = f"flows:\n  - {{source: a, target: b, topics: {json.dumps(ab)}}}\n"
+    flows += f"  - {{source: b, target: a, topics: {json.dumps(ba)}}}\n"
+    _, issues = parse_config("defaults: {replication.policy.class: identity}\n" + TWO + flows, "t.yaml")
+    assert len(issues) == 1, issues
+    assert f"form a loop: all admit topic {topic!r}" in issues[0].message
+
+
+def test_flows_whose_regexes_share_no_topic_name_form_no_loop() -> None:
+    """orders.eu.* one way, orders.* without orders.eu.* back: no name passes both."""
+    flows = (
+        "flows:\n  - {source: a, target: b, topics: ['orders\\.eu\\..*']}\n"
+        "  - {source: b, target: a, topics: ['orders\\..*'], topics.exclude: ['orders\\.eu\\..*']}\n"
+    )
+    _, issues = parse_config("defaults: {replication.policy.class: identity}\n" + TWO + flows, "t.yaml")
+    assert issues == []
+    # without the exclusion, orders.eu.* passes both ways
+    both_ways = flows.replace(", topics.exclude: ['orders\\.eu\\..*']", "")
+    _, issues = parse_config("defaults: {replication.policy.class: identity}\n" + TWO + both_ways, "t.yaml")
+    assert len(issues) == 1 and "all admit topic 'orders.eu.'" in issues[0].message, issues
+
+
 def test_provenance_headers_make_identity_active_active_safe() -> None:
     identity = "defaults: {replication.policy.class: identity, provenance.headers.enabled: true}\n" + TWO
     config = parse(identity + "flows:\n  - {source: a, target: b}\n  - {source: b, target: a}\n")
