@@ -84,8 +84,14 @@ def _build(loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath, doc: YamlDoc
 
 
 def _build_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, path: KeyPath, doc: YamlDocument) -> Any:
-    loader.flatten_mapping(node)  # resolves YAML merge keys (<<: *anchor)
+    # YAML merge keys (<<: *anchor, or a list of anchors): PyYAML puts the merged entries first, the
+    # mapping's own after them; an own key overrides a merged one, and of two merged maps the first
+    # listed wins (PyYAML orders them so that the later entry wins). Only an own key written twice is
+    # a duplicate.
+    own = {id(key) for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge"}
+    loader.flatten_mapping(node)
     result: dict[str, Any] = {}
+    merged: set[str] = set()  # keys whose value so far came from a merge
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
@@ -94,7 +100,7 @@ def _build_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, path: KeyPat
                 ConfigIssue(doc.file, line, format_path(path), f"key {key!r} must be a string (quote it)")
             )
             continue
-        if key in result:
+        if key in result and id(key_node) in own and key not in merged:
             first = doc.lines[(*path, key)]
             doc.issues.append(
                 ConfigIssue(
@@ -105,6 +111,10 @@ def _build_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, path: KeyPat
                 )
             )
             continue
+        if id(key_node) in own:
+            merged.discard(key)
+        else:
+            merged.add(key)
         doc.lines[(*path, key)] = line
         result[key] = _build(loader, value_node, (*path, key), doc)
     return result

@@ -393,3 +393,29 @@ flows:
         "errors.retry.timeout must be -1 (wait for good) or at least 10000 ms" in str(i) and "test.yaml:7" in str(i)
         for i in issues
     ), issues
+
+
+def test_a_merge_key_with_an_override_takes_the_override_and_is_no_duplicate() -> None:
+    """``<<: *anchor`` then a key of the anchor: the override wins (YAML's merge-key rule); of two
+    merged maps the first listed wins; a key written twice in the mapping itself stays a duplicate."""
+    config = parse("""
+clusters:
+  a: &secure {bootstrap.servers: "127.0.0.1:1", client: {security.protocol: SSL}}
+  b: &plain {bootstrap.servers: "127.0.0.1:9", client: {security.protocol: PLAINTEXT}}
+  c:
+    <<: [*secure, *plain]
+    bootstrap.servers: "127.0.0.1:3"
+flows:
+  - {source: a, target: c}
+""")
+    c = config.cluster("c")
+    assert c.bootstrap_servers == "127.0.0.1:3"
+    assert c.client["security.protocol"] == "SSL"
+    _, issues = parse_config(
+        'clusters:\n  a: {bootstrap.servers: "h:1"}\n  b:\n    bootstrap.servers: "h:2"\n    bootstrap.servers: "h:3"\n'
+        "flows:\n  - {source: a, target: b}\n",
+        "t.yaml",
+    )
+    assert [str(i) for i in issues] == [
+        "t.yaml:5: clusters.b.bootstrap.servers: duplicate key (first defined on line 4)"
+    ]
