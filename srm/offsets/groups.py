@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import SrmError
-from srm.retry import acl_hint, needs, retrying
+from srm.retry import acl_hint, is_retriable, needs, retrying
 
 ADMIN_TIMEOUT_S = 30.0
 WARM_UP_S = 60.0  # a coordinator loads its log in seconds; a fresh cluster creates __consumer_offsets first
-RETRIABLE = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "_TIMED_OUT")
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def describe_groups(admin: Any, groups: Iterable[str]) -> dict[str, GroupState]:
                 info = future.result(timeout=ADMIN_TIMEOUT_S)
             except KafkaException as exc:
                 error = exc.args[0]
-                if error.name() in RETRIABLE and time.monotonic() < deadline:
+                if is_retriable(error) and time.monotonic() < deadline:
                     retry.append(group)
                     continue
                 detail = acl_hint(error, needs(admin, "DESCRIBE", f"GROUP {group!r}"))

@@ -33,6 +33,7 @@ from srm.replication.kafka_errors import (
 )
 from srm.replication.outage import Outage
 from srm.replication.partition_state import PartitionState
+from srm.retry import RETRIABLE
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +43,9 @@ FLUSH_SLICE_S = 1.0  # a flush that waits longer looks whether the transaction f
 PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")
 # Delivery failures that a later attempt can get past (the target's broker was down or a leader
 # moved for longer than librdkafka retried): the transaction is aborted and copied again.
-TRANSIENT = (
-    "_MSG_TIMED_OUT",
-    "_TIMED_OUT",
-    "REQUEST_TIMED_OUT",
-    "_TRANSPORT",
-    "NOT_ENOUGH_REPLICAS",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-    "LEADER_NOT_AVAILABLE",
-    "NOT_LEADER_FOR_PARTITION",  # librdkafka's name of Kafka's NOT_LEADER_OR_FOLLOWER
-    *PURGED,
-)
+# The errors any call retries (srm.retry.RETRIABLE: timeouts, transport, leaders moving), and
+# those only a delivery meets.
+TRANSIENT = (*RETRIABLE, "_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", *PURGED)
 TIMED_OUT = ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT")
 
 

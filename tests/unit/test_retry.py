@@ -60,12 +60,11 @@ def test_a_partition_without_its_leader_yet_is_retried() -> None:
 def test_every_error_name_matched_on_is_one_librdkafka_gives() -> None:
     """Error lists compare KafkaError.name(): a name librdkafka never gives (Kafka's own
     NOT_LEADER_OR_FOLLOWER, say) would never match, and the error would be handled as unknown."""
-    from srm.offsets import groups
     from srm.replication import deliveries, kafka_errors
     from srm.retry import RETRIABLE
 
     given = {KafkaError(code).name() for name, code in vars(KafkaError).items() if isinstance(code, int)}
-    lists = [RETRIABLE, deliveries.TRANSIENT, deliveries.PURGED, kafka_errors.KNOWN_WRITE_ERRORS, groups.RETRIABLE]
+    lists = [RETRIABLE, deliveries.TRANSIENT, deliveries.PURGED, kafka_errors.KNOWN_WRITE_ERRORS]
     assert [name for names in lists for name in names if name not in given] == []
 
 
