@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
-import signal
 import socket
 import subprocess
 import time
@@ -19,6 +17,8 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from srm.config.model import Cluster, LocalBroker
 from srm.errors import LocalClusterError, PortInUseError
@@ -152,8 +152,10 @@ class LocalKafka:
         except (OSError, ValueError):
             return None
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
+            process = psutil.Process(pid)
+            alive = process.status() != psutil.STATUS_ZOMBIE
+            cmdline = process.cmdline() if alive else []
+        except psutil.Error:
             return None
         return pid if str(self.properties) in cmdline else None
 
@@ -244,13 +246,14 @@ class LocalKafka:
         if pid is None:
             self.pidfile.unlink(missing_ok=True)  # stale: that process is gone or is not ours
             return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and not _is_zombie(pid):
-            time.sleep(0.2)
-        if Path(f"/proc/{pid}").exists() and not _is_zombie(pid):
-            os.kill(pid, signal.SIGKILL)
-        _reap(pid)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process = psutil.Process(pid)
+            process.terminate()
+            try:  # a child of ours (tests start brokers in-process) is reaped by the wait
+                process.wait(STOP_TIMEOUT_S)
+            except psutil.TimeoutExpired:
+                process.kill()
+                process.wait(STOP_TIMEOUT_S)
         self.pidfile.unlink(missing_ok=True)
         self._process = None
         return True
@@ -306,16 +309,3 @@ def new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
-    except OSError:
-        return False
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status when the broker is our own child (tests start it in-process)."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
