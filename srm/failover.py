@@ -142,13 +142,18 @@ def _apply_one(admin: Any, entry: GroupPlan, state: Any) -> None:
 
 
 def table(plans: list[GroupPlan]) -> list[str]:
-    """One line per group and partition: where it was, where it resumes, what it has now."""
-    lines = [f"{'group':<28} {'from':<32} {'to':<36} {'now on target':>13}  outcome"]
-    for entry in plans:
-        for t in entry.offsets:
-            now = entry.current.get((t.topic, t.partition))
-            lines.append(
-                f"{entry.group:<28} {f'{t.from_topic}[{t.partition}]@{t.from_offset}':<32} "
-                f"{f'{t.topic}[{t.partition}]@{t.offset}':<36} {now if now is not None else '-':>13}  {entry.outcome}"
-            )
-    return lines
+    """One row per group and partition: where it was, where it resumes, what it has now."""
+    from srm.console import table_lines
+
+    rows = [
+        (
+            entry.group,
+            f"{t.from_topic}[{t.partition}]@{t.from_offset}",
+            f"{t.topic}[{t.partition}]@{t.offset}",
+            "-" if (now := entry.current.get((t.topic, t.partition))) is None else now,
+            entry.outcome,
+        )
+        for entry in plans
+        for t in entry.offsets
+    ]
+    return table_lines(("group", "from", "to", "now on target", "outcome"), rows, right=("now on target",))

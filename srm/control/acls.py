@@ -8,6 +8,7 @@ from typing import Any
 
 from srm.acls import flow_grants
 from srm.config import load_config
+from srm.console import print_table
 
 # (help, description) of the subcommand
 HELP = (
@@ -24,17 +25,11 @@ def acls(args: argparse.Namespace) -> dict[str, Any] | None:
     principals = {alias: config.cluster(alias).principal() for alias in (flow.source, flow.target)}
     if args.json:
         return {"flow": flow.name, "principals": principals, "acls": [asdict(g) for g in grants]}
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=160)
-    console.print(f"ACLs (ALLOW, host *) of flow {flow.name}; the principals:")
+    print(f"ACLs (ALLOW, host *) of flow {flow.name}; the principals:")
     for alias, principal in principals.items():
-        console.print(f"  {alias}: {principal}")
-    table = Table()
-    for column in ("cluster", "resource", "pattern", "name", "operations", "needed for"):
-        table.add_column(column, overflow="fold")
-    for g in grants:
-        table.add_row(g.cluster, g.resource, g.pattern, g.name, ", ".join(g.operations), g.why)
-    console.print(table)
+        print(f"  {alias}: {principal}")
+    print_table(
+        ("cluster", "resource", "pattern", "name", "operations", "needed for"),
+        [(g.cluster, g.resource, g.pattern, g.name, ", ".join(g.operations), g.why) for g in grants],
+    )
     return None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from srm.config import load_config
+from srm.console import print_table
 
 # (help, description) of the subcommand
 HELP = (
@@ -42,13 +43,8 @@ def takeover(args: argparse.Namespace) -> dict[str, Any] | None:
     partitions = [p.as_dict() for p in plans]
     if args.json:
         return {"flow": flow.name, "applied": args.apply, "partitions": partitions}
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=160)
     state = "applied: the flow starts at 'ours'" if args.apply else "dry run: nothing written (--apply writes it)"
-    console.print(f"takeover of {flow.name} from MirrorMaker 2 ({args.from_mm2}), {state}")
-    table = Table()
+    print(f"takeover of {flow.name} from MirrorMaker 2 ({args.from_mm2}), {state}")
     columns = (
         "topic",
         "partition",
@@ -59,16 +55,22 @@ def takeover(args: argparse.Namespace) -> dict[str, Any] | None:
         "MM2 duplicates",
         "without original",
     )
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for p in plans:
-        committed = "-" if p.mm2_next is None else str(p.mm2_next)
-        past = "-" if p.past_commit is None else str(p.past_commit)
-        counts = (p.copied, p.duplicated, p.unmatched)
-        table.add_row(p.topic, str(p.partition), committed, str(p.next_offset), past, *map(str, counts))
-    console.print(table)
+    rows = [
+        (
+            p.topic,
+            p.partition,
+            "-" if p.mm2_next is None else p.mm2_next,
+            p.next_offset,
+            "-" if p.past_commit is None else p.past_commit,
+            p.copied,
+            p.duplicated,
+            p.unmatched,
+        )
+        for p in plans
+    ]
+    print_table(columns, rows, right=columns[1:])
     duplicated, beyond = sum(p.duplicated for p in plans), sum(p.past_commit or 0 for p in plans)
-    console.print(
+    print(
         f"{len(plans)} partition(s); MM2 wrote {duplicated} record(s) twice (at-least-once: already on the target, "
         f"not repaired); {beyond} record(s) were copied past MM2's last commit (a restarted MM2 would copy them again; "
         "ours does not); 'without original': records on the target whose original the source no longer holds "
