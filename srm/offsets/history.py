@@ -140,13 +140,6 @@ def topic_tail(config: SrmConfig, flow: Flow) -> Any:
     return pa.Table.from_pylist(rows, schema=_schemas()[SYNC_HISTORY]).select(COLUMNS)
 
 
-def recorded_progress(config: SrmConfig, flow: Flow, partitions: Iterable[Key]) -> dict[Key, tuple[int, str]]:
-    """Per source partition of ``partitions``, (next offset, topic id) of the latest transaction the
-    history holds: the same progress the transaction wrote to the progress topic."""
-    history = load_history(config, flow, Wanted.whole(partitions))
-    return {key: (offset, history.topic_ids[key]) for key, offset in history.progress.items()}
-
-
 def history_topics(config: SrmConfig, flow: Flow, topics: Iterable[str]) -> set[str]:
     """Which of ``topics`` the flow's history in the warehouse holds anything of (the topic column
     alone is read)."""

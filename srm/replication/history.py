@@ -118,6 +118,6 @@ class HistoryIngest:
             }
             # A transaction that moved only the progress (nothing copied: a new partition's start,
             # commit markers or aborted records skipped) keeps a row of length 0, so the history
-            # knows every position the flow ever committed (see srm.offsets.history.recorded_progress).
+            # knows every position the flow ever committed.
             for source_first, target_first, length in record.runs or ((record.next_offset, -1, 0),)
         ]

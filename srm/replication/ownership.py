@@ -46,11 +46,6 @@ from srm.topics import assign_partitions, read_to_end
 log = logging.getLogger("srm.replicate")
 
 RUNNING, STOPPED = "running", "stopped"
-# Copy producers of the replication jobs before ownership existed had no epoch in their
-# transactional id (``srm-replicate.<source>.<target>.<slot>``); epoch 0 names them, and the
-# first claim of a flow fences at least this many of their slots.
-LEGACY_EPOCH = 0
-LEGACY_SLOTS = 4
 TXN_TIMEOUT_S = 60.0
 
 
@@ -91,11 +86,8 @@ def owners_key(flow: Flow) -> bytes:
 
 def copy_transactional_ids(flow: Flow, epoch: int, slot: int) -> tuple[str, ...]:
     """Stable per (flow, epoch, slot): a retried task of the same slot fences its predecessor. A
-    slot has two (continuous mode alternates them, see :class:`srm.replication.writer.TargetWriter`);
-    the legacy slots had one."""
+    slot has two (continuous mode alternates them, see :class:`srm.replication.writer.TargetWriter`)."""
     prefix = transactional_prefix(flow.source, flow.target)
-    if epoch == LEGACY_EPOCH:
-        return (f"{prefix}{slot}",)
     return f"{prefix}{epoch}.{slot}", f"{prefix}{epoch}.{slot}.alt"
 
 
@@ -215,8 +207,8 @@ class FlowOwner:
         self._producer = self._new_producer()
         previous, self._tail = latest_ownership(self._consumer, self.flow)
         since = datetime.now(UTC).isoformat(timespec="seconds")
-        if previous is None:
-            unfenced: tuple[tuple[int, int], ...] = ((LEGACY_EPOCH, max(tasks, LEGACY_SLOTS)),)
+        if previous is None:  # the flow's first run: no earlier producer to fence
+            unfenced: tuple[tuple[int, int], ...] = ()
             epoch = 1
         else:
             unfenced = (*previous.unfenced, (previous.epoch, previous.tasks))

@@ -29,7 +29,6 @@ from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
 from srm.control_lists import ControlReader
 from srm.errors import ClusterUnreachableError, InvariantError
-from srm.offsets.history import recorded_progress
 from srm.replication import offsets as plan
 from srm.replication.job import CopyRange
 from srm.replication.progress import read_flow_progress
@@ -121,7 +120,7 @@ class Planner:
     def initial(self) -> plan.Offsets:
         """Where a query without a plan log starts: progress on the target, else ``start``."""
         ends, ids = self.snapshot()
-        resume = self.resume_positions(list(ends), ids)
+        resume = self.resume_positions(list(ends))
         fresh = [tp for tp in ends if tp not in resume]
         starts = self._start_positions(fresh, ends)
         positions = {tp: resume.get(tp, starts.get(tp, 0)) for tp in ends}
@@ -194,28 +193,12 @@ class Planner:
         if self.control is not None:
             self.control.close()
 
-    def resume_positions(self, partitions: list[tuple[str, int]], ids: dict[str, str]) -> plan.Positions:
-        """Where each partition resumes: its progress on the target, else (the progress of an
-        earlier version, kept as group offsets, expired after offsets.retention.minutes) the
-        progress the flow's sync history recorded in the same transactions."""
+    def resume_positions(self, partitions: list[tuple[str, int]]) -> plan.Positions:
+        """Where each partition resumes: its progress on the target (none: it starts afresh)."""
         if not partitions:
             return {}
-        target = self.config.cluster(self.target_alias)
-        progress = read_flow_progress(target, self.flow, partitions)
-        found = {tp: progress[tp].next_offset for tp in partitions if tp in progress}
-        missing = [tp for tp in partitions if tp not in found]
-        if missing:
-            recorded = recorded_progress(self.config, self.flow, missing)
-            for tp in missing:
-                offset, topic_id = recorded.get(tp, (None, None))
-                if offset is not None and topic_id == ids.get(tp[0]):
-                    found[tp] = offset
-                    log.warning(
-                        "flow %s: no progress of %s[%d] on %s (an earlier version's group offsets expired?); "
-                        "resuming at offset %d, from the flow's sync history",
-                        *(self.flow.name, tp[0], tp[1], self.target_alias, offset),
-                    )
-        return found
+        progress = read_flow_progress(self.config.cluster(self.target_alias), self.flow, partitions)
+        return {tp: progress[tp].next_offset for tp in partitions if tp in progress}
 
     def _start_positions(self, partitions: list[tuple[str, int]], ends: plan.Positions) -> plan.Positions:
         start = self.flow.settings.start

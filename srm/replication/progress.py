@@ -23,8 +23,6 @@ The copier writes a plain progress record once a partition has been quiet for a 
 A compacted topic never expires, unlike consumer-group offsets (``offsets.retention.minutes``),
 and writing it needs no ``send_offsets_to_transaction``, whose librdkafka implementation can hang
 past its timeout once the group coordinator was down (librdkafka issues #5456 and #5511).
-Progress written by earlier versions as offsets of the group ``__srm.replicate.<source>`` is
-still read for partitions the topic does not know yet.
 """
 
 from __future__ import annotations
@@ -42,12 +40,11 @@ from srm.retry import retrying
 from srm.topics import list_offsets, read_to_end
 
 log = logging.getLogger(__name__)
-METADATA_PREFIX = "srm1:"
 Key = tuple[str, int]  # source topic, partition
 
 
 def progress_group(source: str) -> str:
-    """The consumer group earlier versions kept the progress in (read only, as a fallback)."""
+    """The group id of the flow's readers of its internal topics (they never commit to it)."""
     return f"__srm.replicate.{source}"
 
 
@@ -63,10 +60,10 @@ class Progress:
 def read_progress(
     consumer: Any, admin: Any, flow: Flow, partitions: list[Key], on_held: Callable[[], None] | None = None
 ) -> dict[Key, Progress]:
-    """The progress of ``partitions`` (source topic, partition): the progress topic, else the
-    legacy group offsets. ``consumer``: a read_committed consumer of the target with
-    ``enable.partition.eof``; ``admin``: an admin client of the target. ``on_held``: called once
-    when a transaction left open holds the read (:func:`srm.topics.read_to_end`)."""
+    """The progress of ``partitions`` (source topic, partition) in the progress topic (and the
+    history it journals to); a partition without any is missing. ``consumer``: a read_committed
+    consumer of the target with ``enable.partition.eof``; ``admin``: an admin client of the target.
+    ``on_held``: called once when a transaction left open holds the read (:func:`srm.topics.read_to_end`)."""
     if not partitions:
         return {}
     wanted = set(partitions)
@@ -89,9 +86,6 @@ def read_progress(
                 journal[key] = record.history_from
     if journal:
         found.update(_journal(consumer, admin, flow, journal, on_held))
-    missing = [key for key in partitions if key not in found]
-    if missing:
-        found.update(_legacy(consumer, flow, missing))
     return found
 
 
@@ -163,25 +157,3 @@ def read_flow_progress(
         return read_progress(consumer, admin or clients.admin_client(cluster), flow, partitions)
     finally:
         consumer.close()
-
-
-def _legacy(consumer: Any, flow: Flow, partitions: list[Key]) -> dict[Key, Progress]:
-    """Progress of earlier versions: offsets of the group ``__srm.replicate.<source>``, keyed by
-    the remote topic (a consumer's ``committed()``: librdkafka 2.16's admin call crashes on
-    NOT_COORDINATOR, librdkafka issue #5040)."""
-    from confluent_kafka import TopicPartition
-
-    remote = {(flow.policy.format_remote_topic(flow.source, t), p): (t, p) for t, p in partitions}
-    request = [TopicPartition(t, p) for t, p in remote]
-    committed = retrying(lambda: consumer.committed(request, timeout=30), "cannot read replication progress")
-    return {
-        remote[(tp.topic, tp.partition)]: Progress(tp.offset, decode_metadata(tp.metadata))
-        for tp in committed
-        if tp.offset >= 0
-    }
-
-
-def decode_metadata(metadata: str | None) -> str:
-    if metadata and metadata.startswith(METADATA_PREFIX):
-        return metadata[len(METADATA_PREFIX) :]
-    return ""

@@ -51,9 +51,9 @@ def test_a_broken_ownership_record_names_where_it_is() -> None:
         Ownership.from_json(b'{"epoch": 1}', "srm-owners.internal[0]@12")
 
 
-def test_transactional_ids_carry_the_epoch_and_keep_the_legacy_form_for_epoch_zero() -> None:
+def test_transactional_ids_carry_the_epoch_and_the_slot() -> None:
     f = flow()
-    assert copy_transactional_ids(f, 0, 1) == ("srm-replicate.a.b.1",)  # what runs before ownership used
+    assert copy_transactional_ids(f, 1, 0) == ("srm-replicate.a.b.1.0", "srm-replicate.a.b.1.0.alt")
     assert copy_transactional_ids(f, 4, 1) == ("srm-replicate.a.b.4.1", "srm-replicate.a.b.4.1.alt")
     assert owner_transactional_id(f) == "srm-replicate.a.b.owner"
 
