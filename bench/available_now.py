@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from bench.common import producer_performance_args
 from bench.usage import Usage
 from bench.watch import POLL_S, TargetWatch
 from srm import clients
@@ -42,20 +43,7 @@ def fill(bootstrap: str, topic: str, records: int, size: int) -> float:
     started = time.monotonic()
     command = kafka_command(
         "org.apache.kafka.tools.ProducerPerformance",
-        "--topic",
-        topic,
-        "--num-records",
-        str(records),
-        "--record-size",
-        str(size),
-        "--throughput",
-        "-1",
-        "--bootstrap-server",
-        bootstrap,
-        "--command-property",
-        "acks=all",
-        "linger.ms=10",
-        "batch.size=262144",
+        *producer_performance_args(bootstrap, topic, records, size),
         heap="512m",
     )
     subprocess.run(command, check=True, capture_output=True)

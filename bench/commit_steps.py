@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.common import percentile
 from bench.latency import clusters
 from srm import clients
 from srm.config.model import Cluster
@@ -52,8 +53,7 @@ def transaction(
 
 
 def quantiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {f"p{q}": round(ordered[min(len(ordered) - 1, len(ordered) * q // 100)], 2) for q in (50, 90, 99)}
+    return {f"p{q}": round(percentile(values, q), 2) for q in (50, 90, 99)}
 
 
 def measure(target: Cluster, transactions: int, partitions: int, records: int) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from bench import replicators
+from bench.common import percentile
 from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
@@ -106,12 +107,10 @@ class Reader:
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-
     def at(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+        return round(percentile(values, q), 1)
 
-    return {"records": len(ordered), "p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99), "max_ms": ordered[-1]}
+    return {"records": len(values), "p50_ms": at(50), "p95_ms": at(95), "p99_ms": at(99), "max_ms": max(values)}
 
 
 @dataclass(frozen=True)

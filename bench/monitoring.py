@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import calendar
 import json
-import math
 import os
 import signal
 import statistics
@@ -38,6 +37,7 @@ import yaml
 from bench import latency
 from bench.available_now import flow_config
 from bench.checkpoints_scale import fill, submit
+from bench.common import percentile
 from bench.scale import fill_partitions
 from srm.config import load_config
 from srm.local import LocalClusters
@@ -48,11 +48,6 @@ from tests.conftest import free_ports
 
 CONCURRENT = 6
 TOKEN = "bench-scrape-token"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
 def timed_requests(url: str, count: int, headers: dict[str, str], spread_s: float = 0.0) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import available_now, latency, mm2
+from bench.common import producer_performance_args
 from srm import clients
 from srm.config import load_config
 from srm.jvm import kafka_command
@@ -42,9 +43,7 @@ def tool_rate(main_class: str, *args: str) -> float:
 
 def produce_rate(bootstrap: str, topic: str, records: int, size: int) -> float:
     return tool_rate(
-        "org.apache.kafka.tools.ProducerPerformance",
-        *("--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1"),
-        *("--bootstrap-server", bootstrap, "--command-property", "acks=all", "linger.ms=10", "batch.size=262144"),
+        "org.apache.kafka.tools.ProducerPerformance", *producer_performance_args(bootstrap, topic, records, size)
     )
 
 
