@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 JVM_CACHE := .cache/jvm
 MVN := mvn -B -q
 
-.PHONY: help install browser prometheus jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock clean bench bench-quick \
+.PHONY: help install browser prometheus jars kafka-up kafka-down kafka-status demo airflow test test-bench test-unit lint lock docs clean bench bench-quick \
 	compose-cli docker-tools image compose-up compose-down test-compose
 
 help:  ## list the targets
@@ -77,7 +77,7 @@ demo: kafka-up  ## install, start the local clusters, run the first flow end to 
 airflow: kafka-up  ## the Airflow UI with the flows' DAGs: airflow standalone on http://127.0.0.1:8080
 	$(BIN)/python -m srm.airflow.local standalone
 
-# --- the docker-compose stack (docker-compose.yaml; README "Deployment with docker-compose") --------
+# --- the docker-compose stack (docker-compose.yaml; docs/deployment.md) ----------------------------
 SRM_IMAGE ?= srm:latest
 # COMPOSE_OFFLINE=1 (no image registry, as on this machine): PostgreSQL, Redis and Kafka from images built
 # here (conf/compose/offline.yaml), on a base made from Debian's packages (debootstrap, as root or sudo);
@@ -148,6 +148,9 @@ lint: install  ## ruff (lint + format check) and mypy --strict
 	$(BIN)/ruff check srm include tests spark bench dags plugins
 	$(BIN)/ruff format --check srm include tests spark bench dags plugins
 	$(BIN)/mypy
+
+docs: install  ## the documentation site (MkDocs) into .local/site
+	$(BIN)/mkdocs build --strict
 
 clean:  ## remove the venv, jar cache and local cluster data (stops nothing: run kafka-down first)
 	rm -rf $(VENV) .cache .local
