@@ -34,10 +34,13 @@ ClientSettings = dict[str, Annotated[str, BeforeValidator(_client_value)]]
 class LocalSpec(BaseModel):
     """``local:`` of a cluster: run it as a local single-node broker (``true`` or these keys)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
     controller_port: int | None = Field(None, alias="controller.port", ge=1, le=65535)
+    """The KRaft controller's port (default: the broker's port + 1)."""
     security_protocol: Literal["PLAINTEXT", "SASL_SSL", "SSL"] = Field("PLAINTEXT", alias="security.protocol")
+    """The local broker's listener: SASL_SSL and SSL get certificates made here."""
     server: ClientSettings = Field(default_factory=dict)
+    """Extra `server.properties` entries of the local broker."""
 
 
 def _local(value: Any) -> Any:
@@ -53,16 +56,26 @@ def _local(value: Any) -> Any:
 class ClusterSpec(BaseModel):
     """The keys a ``clusters.<alias>`` block accepts."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
     bootstrap_servers: str | None = Field(None, alias="bootstrap.servers", min_length=1)
+    """`host1:9092,host2:9092`; or an Airflow connection (`connection_id`) supplies it."""
     connection_id: str | None = Field(None, min_length=1)
+    """An Airflow connection holding the bootstrap servers and credentials."""
     client: ClientSettings = Field(default_factory=dict)
+    """Client settings of every client of this cluster (Kafka's Java names or librdkafka's; secrets as
+    `${env:NAME}` or `${file:PATH:KEY}`)."""
     producer: ClientSettings = Field(default_factory=dict)
+    """Settings of its producers only."""
     consumer: ClientSettings = Field(default_factory=dict)
+    """Settings of its consumers only."""
     admin: ClientSettings = Field(default_factory=dict)
+    """Settings of its admin clients only."""
     local: Annotated[LocalSpec | None, BeforeValidator(_local)] = None
+    """`true` (or the keys below): `make kafka-up` runs it as a local single-node broker."""
     source_defaults: PartialSettings | None = None
+    """Flow settings of the flows reading from this cluster."""
     target_defaults: PartialSettings | None = None
+    """Flow settings of the flows writing into this cluster."""
 
     @field_validator("bootstrap_servers")
     @classmethod

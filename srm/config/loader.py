@@ -38,17 +38,23 @@ from srm.paths import local_dir
 class StorageSpec(BaseModel):
     """``storage:`` as written."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
     warehouse: str | None = Field(None, min_length=1)
+    """Where the Delta tables of metrics and sync history live: a path or a URI (default: `.local/warehouse`
+    of the checkout)."""
     checkpoints: str | None = Field(None, min_length=1)
+    """Where the replicate jobs keep their plan logs: a path or a URI (default: `.local/checkpoints` of the
+    checkout)."""
 
 
 class MonitoringSpec(BaseModel):
     """``monitoring:`` as written."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
     prometheus_token_file: str | None = Field(None, alias="prometheus.token.file", min_length=1)
+    """A file holding the bearer token Prometheus scrapes `/srm/metrics` with; unset: the endpoint is off."""
     refresh_seconds: float = Field(10.0, alias="refresh.seconds", ge=1, le=300)
+    """How often the monitoring service probes the clusters and observes the flows."""
 
 
 log = logging.getLogger(__name__)

@@ -41,6 +41,19 @@ def test_the_documentation_site_builds_strictly(tmp_path: Path) -> None:
     assert (tmp_path / "runbooks" / "failover" / "index.html").exists()
 
 
+def test_the_configuration_reference_is_the_models() -> None:
+    """docs/reference/configuration.md is what ``python -m srm.config.reference`` renders now, and it
+    names every option a flow, a cluster, ``storage`` and ``monitoring`` accept."""
+    from srm.config.clusters import ClusterSpec
+    from srm.config.reference import render
+    from srm.config.settings import option_names
+
+    written = (ROOT / "docs" / "reference" / "configuration.md").read_text()
+    assert written == render(), "run: python -m srm.config.reference > docs/reference/configuration.md"
+    keys = [*option_names(), *(f.alias or n for n, f in ClusterSpec.model_fields.items())]
+    assert [k for k in keys if f"| `{k}` |" not in written] == []
+
+
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     """The check can fail: a page linking a page that does not exist."""
     docs = tmp_path / "docs"
