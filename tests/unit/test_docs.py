@@ -54,6 +54,15 @@ def test_the_configuration_reference_is_the_models() -> None:
     assert [k for k in keys if f"| `{k}` |" not in written] == []
 
 
+def test_the_rest_reference_is_the_apps_openapi_document() -> None:
+    from srm.service.reference import app_document, render
+
+    document = app_document()
+    written = (ROOT / "docs" / "reference" / "rest-api.md").read_text()
+    assert written == render(document), "run: python -m srm.service.reference > docs/reference/rest-api.md"
+    assert [p for p in document["paths"] if f"`GET /srm{p}`" not in written] == []
+
+
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     """The check can fail: a page linking a page that does not exist."""
     docs = tmp_path / "docs"
