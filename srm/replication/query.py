@@ -109,10 +109,10 @@ class FlowQuery(threading.Thread):
             phases = Phases()
             begin = start if start is not None else self.planner.initial()
             end = self.planner.latest(begin)
-            if end is begin:  # the source does not answer: no new lease yet
+            if end is begin:  # a cluster does not answer: no new lease yet
                 flow = self.runner.flow
                 reason = f"{self.planner.unanswered}; no new lease"
-                self.runner.states.waiting(flow.source, reason)
+                self.runner.states.waiting(self.planner.unanswered_cluster, reason)
                 where = f"flow {flow.name}: planning the next lease"
                 outage.failed(reason, flow.settings.errors_retry_timeout_ms, lambda: where)  # noqa: B023 - called now
                 start = begin
