@@ -135,6 +135,7 @@ def admin_client(cluster: Cluster, **overrides: Any) -> Any:
 
     admin: Any = AdminClient(client_settings(cluster, "admin", logger=LIBRDKAFKA_LOG, **overrides))
     admin.srm_cluster = f"{cluster.alias} ({cluster.describe()})"  # named in error messages
+    admin.srm_alias = cluster.alias  # carried by ClusterUnreachableError
     admin.srm_principal = cluster.principal()  # named when an ACL is missing (srm.retry.needs)
     return admin
 
@@ -150,7 +151,8 @@ def check_reachable(cluster: Cluster, timeout_s: float = 15.0) -> None:
         detail = exc.args[0].str() if exc.args else str(exc)
         raise ClusterUnreachableError(
             f"cluster {cluster.alias} ({cluster.describe()}) did not answer within {timeout_s:.0f} s: {detail}; "
-            f"check clusters.{cluster.alias} (bootstrap servers, security settings) and that it is running"
+            f"check clusters.{cluster.alias} (bootstrap servers, security settings) and that it is running",
+            cluster=cluster.alias,
         ) from None
 
 

@@ -59,7 +59,12 @@ class PortInUseError(LocalClusterError):
 
 
 class ClusterUnreachableError(SrmError):
-    """A Kafka cluster did not answer within the timeout (the message names its bootstrap servers)."""
+    """A Kafka cluster did not answer within the timeout (the message names its bootstrap servers);
+    ``cluster`` is its alias when the raiser knows it."""
+
+    def __init__(self, message: str, *, cluster: str | None = None) -> None:
+        super().__init__(message)
+        self.cluster = cluster
 
 
 class ReplicationError(SrmError):

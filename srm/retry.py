@@ -62,11 +62,13 @@ def retrying(
     *,
     needed: str | None = None,
     refresh: Callable[[], object] | None = None,
+    cluster: str | None = None,
 ) -> T:
     """``call()``; retriable KafkaExceptions are retried until ``timeout_s`` (then
     ClusterUnreachableError), others raise SrmError. ``needed`` (see :func:`needs`) tells, on an
     authorization failure, which ACL the call needs; ``refresh`` renews the client's metadata
-    before each further attempt.
+    before each further attempt; ``cluster``, the alias of the cluster called, is carried by the
+    ClusterUnreachableError.
 
     An admin client's metadata (partition leaders and their epochs) is renewed only when asked:
     after a broker restart, a long-lived one kept sending the old leader epoch (refused with
@@ -91,7 +93,9 @@ def retrying(
     except KafkaException as exc:
         error = exc.args[0]
         detail = acl_hint(error, needed)
-        raise (ClusterUnreachableError if is_retriable(error) else SrmError)(f"{what}: {detail}") from None
+        if is_retriable(error):
+            raise ClusterUnreachableError(f"{what}: {detail}", cluster=cluster) from None
+        raise SrmError(f"{what}: {detail}") from None
 
 
 def is_retriable(error: object) -> bool:

@@ -73,6 +73,7 @@ def _admin(request: Callable[[], dict[Any, Any]], what: str, admin: Any, needed:
         _on(admin, what),
         needed=needed,
         refresh=lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
+        cluster=getattr(admin, "srm_alias", None),
     )
 
 
@@ -135,6 +136,7 @@ def ensure_topics(admin: Any, topics: Sequence[NewTopicSpec]) -> set[str]:
             lambda: create(names),
             _on(admin, f"cannot create {_subject(names)}"),
             needed=_needed(admin, "CREATE", names),
+            cluster=getattr(admin, "srm_alias", None),
         )
 
     _in_batches(list(pending), attempt)
@@ -143,7 +145,11 @@ def ensure_topics(admin: Any, topics: Sequence[NewTopicSpec]) -> set[str]:
 
 def cluster_metadata(admin: Any) -> Any:
     """The cluster's metadata (``.topics``: name -> partitions; ``.brokers``), in one request."""
-    return retrying(lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S), _on(admin, "cannot list topics"))
+    return retrying(
+        lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
+        _on(admin, "cannot list topics"),
+        cluster=getattr(admin, "srm_alias", None),
+    )
 
 
 def partition_counts(admin: Any, include_internal: bool = False) -> dict[str, int]:
@@ -320,7 +326,8 @@ def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: f
             detail = last.str() if hasattr(last, "str") else str(last)
             raise ClusterUnreachableError(
                 _on(admin, f"{len(pending)} new partition(s) not served by their leaders")
-                + f" after {timeout_s:.0f} s ({shown}: {detail}); the brokers may still be creating them"
+                + f" after {timeout_s:.0f} s ({shown}: {detail}); the brokers may still be creating them",
+                cluster=getattr(admin, "srm_alias", None),
             )
         with contextlib.suppress(KafkaException):  # the next attempt says what is wrong
             admin.list_topics(timeout=ADMIN_TIMEOUT_S)

@@ -175,6 +175,9 @@ class BatchRunner:
 
     def unanswering(self, exc: Exception) -> str:
         """Which of the flow's clusters ``exc`` (a ClusterUnreachableError) is about."""
+        cluster = getattr(exc, "cluster", None)
+        if cluster is not None:
+            return str(cluster)
         return self.flow.target if str(self.target_admin.srm_cluster) in str(exc) else self.flow.source
 
     def close(self, timeout_s: float = ACCOUNTING_CLOSE_S) -> None:

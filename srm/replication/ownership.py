@@ -166,7 +166,9 @@ def fence_producers(target: Cluster, transactional_ids: list[str]) -> None:
         producer = clients.producer(target, **{"transactional.id": transactional_id})
         try:
             producer.init_transactions(TXN_TIMEOUT_S)
+            clients.close_producer(producer)  # nothing in flight: it closes at once
         except KafkaException as exc:
+            clients.abandon_producer(producer)
             detail = exc.args[0].str() if exc.args else str(exc)
             raise SrmError(
                 f"cannot fence the transactional id {transactional_id!r} on {target.alias} ({target.describe()}): "

@@ -45,7 +45,7 @@ class Planner:
         self.source_alias, self.target_alias = source, target
         self._mtime = 0.0
         self.unanswered = ""  # continuous mode: why the last plan could not be made (a cluster did not answer)
-        self.unanswered_cluster = source  # which one: the error names it ("... on <alias> (<servers>)")
+        self.unanswered_cluster = source  # which one (ClusterUnreachableError.cluster)
         self.control: ControlReader | None = None
         self.config: SrmConfig
         self.flow: Flow
@@ -144,8 +144,7 @@ class Planner:
             if self.mode != "continuous":
                 raise
             self.unanswered = str(exc)  # the query says so (srm.replication.flow_state) and bounds the wait
-            target_named = f" on {self.target_alias} (" in self.unanswered
-            self.unanswered_cluster = self.target_alias if target_named else self.source_alias
+            self.unanswered_cluster = exc.cluster or self.source_alias
             return start
         end, new = self._after(start, ends, ids)
         if self.mode != "continuous" and plan.same(start, end) and not new:

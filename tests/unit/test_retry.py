@@ -99,6 +99,18 @@ def test_retriable_errors_past_the_deadline_say_the_cluster_is_unreachable() -> 
     assert 2 <= len(calls) < 10  # backoff 0.2 s, 0.4 s, ...
 
 
+def test_the_unreachable_error_carries_the_alias_of_the_cluster_called() -> None:
+    """A continuous flow says which cluster it waits for from this, not from the message's text."""
+    _, call = failing([KafkaError._TRANSPORT] * 1000)
+    with pytest.raises(ClusterUnreachableError) as raised:
+        retrying(call, "cannot list topics on east (127.0.0.1:1)", timeout_s=0.2, cluster="east")
+    assert raised.value.cluster == "east"
+    _, call = failing([KafkaError._TRANSPORT] * 1000)
+    with pytest.raises(ClusterUnreachableError) as raised:
+        retrying(call, "cannot list topics", timeout_s=0.2)
+    assert raised.value.cluster is None
+
+
 def test_reading_an_internal_topic_without_its_acl_fails_at_once_naming_it() -> None:
     from srm.topics import read_to_end
 
