@@ -7,7 +7,7 @@ is never altered: the check raises TopicConflictError naming topic, setting, exp
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
@@ -102,6 +102,17 @@ def checkpoints_topic(flow: Flow, about: str, on: str) -> InternalTopic:
     )
 
 
+def status_topic_name(flow: Flow) -> str:
+    """``srm-status.<source>.internal`` on the target, shaped by the policy's separators."""
+    return history_topic_name(flow).replace("srm-offset-syncs", "srm-status", 1)
+
+
+def status_topic(flow: Flow) -> InternalTopic:
+    """What each partition's current lease copied so far (srm.replication.status), for the
+    monitoring service: compacted like the progress, one record per partition that copied."""
+    return replace(progress_topic(flow), name=status_topic_name(flow))
+
+
 OWNERS_TOPIC = "srm-owners.internal"
 
 
@@ -118,7 +129,7 @@ def owners_topic(flow: Flow) -> InternalTopic:
 
 def flow_internal_topics(flow: Flow) -> list[InternalTopic]:
     """The internal topics the replication job of ``flow`` writes to."""
-    topics = [history_topic(flow), progress_topic(flow), owners_topic(flow)]
+    topics = [history_topic(flow), progress_topic(flow), status_topic(flow), owners_topic(flow)]
     if flow.settings.emit_offset_syncs_enabled:
         topics.append(mm2_offset_syncs_topic(flow))
     return topics

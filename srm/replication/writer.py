@@ -36,6 +36,7 @@ from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from srm import clients
 from srm.errors import ReplicationError, SrmError
+from srm.internal_topics import status_topic_name
 from srm.records import ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.deliveries import Deliveries, TransactionAborted, failed_transaction
@@ -54,6 +55,7 @@ from srm.replication.partition_state import PartitionState
 from srm.replication.producers import ProducerPair, RoutedProducer, Router
 from srm.replication.progress import progress_group
 from srm.replication.runs import OffsetRun
+from srm.replication.status import StatusWriter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,6 +104,8 @@ class TargetWriter:
         self.delivery_timeout_ms = delivery_timeout_ms(job.flow.settings.errors_retry_timeout_ms)
         # Continuous exactly-once: a progress record may be journaled (srm.replication.progress).
         self.journal = ProgressJournal(self.exactly_once and job.lease is not None, self._progress)
+        self.status = StatusWriter()  # what each partition's lease copied so far, for the monitor
+        self.status_topic = status_topic_name(job.flow)
         ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
         self.digest = clients.settings_digest(job.target)  # its clients are built again when it changes
         self.pair = ProducerPair(cache, ids, self._key, self._build_producer, self, digest=self.digest)
@@ -162,6 +166,7 @@ class TargetWriter:
     def track(self, states: list[PartitionState]) -> None:
         self.by_target = {s.target: s for s in states}
         self.reporters = {s: self._reporter(s) for s in states}
+        self.status.track(states)
 
     # --- records -----------------------------------------------------------------------------
     # The copy loop produces the records itself (srm.replication.copier, its per-record path kept
@@ -281,8 +286,10 @@ class TargetWriter:
     # --- commit ------------------------------------------------------------------------------
     def settle_due(self, states: Sequence[PartitionState]) -> bool:
         """Continuous: a quiet partition's latest progress record is journaled: time for a plain one;
-        or a restatement is pending, which must not wait for more records."""
-        return self.journal.settle_due(states, time.monotonic())
+        or a restatement is pending, which must not wait for more records; or a partition's status
+        (srm.replication.status) is due."""
+        now = time.monotonic()
+        return self.journal.settle_due(states, now) or bool(self.status.due(states, now))
 
     def commit(self, states: Sequence[PartitionState], *, settle: Collection[PartitionState] = ()) -> None:
         """Make everything produced so far, and the progress of ``states``, visible at once.
@@ -298,7 +305,7 @@ class TargetWriter:
         dirty = [s for s in states if s.dirty]
         due = [s for s in dirty if s in settle or journal.due(s, now)]
         quiet = journal.quiet(states, now, settle)
-        if not dirty and not quiet and not self.in_transaction and not journal.restate_pending(states):
+        if not dirty and not quiet and not self.in_transaction and not self._pending(states, now):
             return
         if not self.in_transaction:
             self._begin()
@@ -309,6 +316,7 @@ class TargetWriter:
                 self._progress(state, -1 if state in settle else mark)
             for state in quiet:
                 self._progress(state)
+            self._report(states, now)
             self._flush()
             restarts = journal.mark.restarts
             restated = journal.restate(states, due, restarts)
@@ -341,6 +349,15 @@ class TargetWriter:
             # Learnt during this commit (its history records landed in a new topic): restate now,
             # in a transaction of its own, not with the next records, which may be long in coming.
             self.commit(states)
+
+    def _pending(self, states: Sequence[PartitionState], now: float) -> bool:
+        """Something to commit though nothing moved: a restatement, or a partition's status."""
+        return self.journal.restate_pending(states) or bool(self.status.due(states, now))
+
+    def _report(self, states: Sequence[PartitionState], now: float) -> None:
+        """The statuses due, in the open transaction (srm.replication.status)."""
+        for status in self.status.statuses(states, now):
+            self.producer.produce(self.status_topic, status.value(), key=status.key())
 
     def _committed(self, dirty: list[PartitionState], pending: list[list[OffsetRun]]) -> None:
         self.in_transaction = False
@@ -463,8 +480,9 @@ class TargetWriter:
     # --- errors ------------------------------------------------------------------------------
     @property
     def transaction_topics(self) -> list[str]:
-        """The target topics this writer copies into, and the flow's history and progress topics."""
-        return [*sorted({topic for topic, _ in self.by_target}), self.job.history_topic, self.job.progress_topic]
+        """The target topics this writer copies into, and the flow's history, progress and status topics."""
+        internal = [self.job.history_topic, self.job.progress_topic, self.status_topic]
+        return [*sorted({topic for topic, _ in self.by_target}), *internal]
 
     def _api_error(self, exc: Exception, doing: str) -> ReplicationError:
         """A failed transaction call: the producer is dropped, so the next task starts afresh."""

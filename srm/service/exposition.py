@@ -8,7 +8,8 @@ Two sets of names:
   source, target, group, topic, partition), so that dashboards and alerts written for MM2 keep
   working. A ``source`` label is added to the source connector's series. The counts are those
   since the monitoring service started, as MM2's are since its task started; rates, record ages and
-  replication latencies are those of each partition's newest lease (``task.lease.seconds``).
+  replication latencies are those of each partition's current lease so far (the copiers' statuses,
+  srm.replication.status, at most STATUS_EVERY_S plus a round old; then the lease's row).
 - This project's own, prefixed ``srm_``: records behind and the age of the oldest record not copied
   per partition (what a failover now would lose), the flow's state, its heartbeat and checkpoint
   ages, records lost, transactions committed and aborted, whether each cluster answers, flows the file cannot parse.
@@ -96,7 +97,7 @@ def _counter(name: str, doc: str, labels: list[str], cache: LabelCache) -> _Fami
 
 
 def _mm2_source(views: Iterable[FlowView], cache: LabelCache) -> Iterator[_Family]:
-    doc = "MirrorMaker 2's {} per remote topic partition (the newest lease; counts since the service started)"
+    doc = "MirrorMaker 2's {} per remote topic partition (the current lease so far; counts since the service started)"
     count = {n: _gauge(MM2_SOURCE + n, doc.format(n), SOURCE_LABELS, cache) for n in ("record_count", "byte_count")}
     rate = {n: _gauge(MM2_SOURCE + n, doc.format(n), SOURCE_LABELS, cache) for n in ("record_rate", "byte_rate")}
     stats = {

@@ -8,14 +8,16 @@ Each round
 2. probes every cluster at once, each within PROBE_TIMEOUT_S: a cluster that does not answer is
    "unreachable since T" until it answers again, and no call of the round goes to it;
 3. observes each flow in a thread of its own (state, lag and the age of the oldest record not
-   copied per partition, the newest lease metrics and checkpoint latencies from the warehouse).
+   copied per partition, the newest lease metrics and checkpoint latencies from the warehouse,
+   and what the current leases copied so far from the copiers' statuses, srm.service.statuses).
    An observation still running at the round's end keeps the flow's previous figures, marked
    with their age; a flow is never observed twice at once.
 4. renders the Prometheus exposition of the snapshot once (srm.service.exposition), so that a
    scrape costs a copy of bytes whatever the number of partitions.
 
 The Kafka clients (an admin client per cluster) live as long as the monitor and are rebuilt when
-a cluster's settings change; the consumer that reads the oldest records is closed after each read.
+a cluster's settings change, as does the consumer of each flow's statuses; the consumer that reads
+the oldest records is closed after each read.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from srm.config.loader import default_config_path, load_config_with_issues
 from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import ConfigIssue, SrmError
 from srm.health import ClusterAccess, FlowHealth, Position, flow_health, flow_positions
+from srm.replication.status import LeaseStatus
+from srm.service.statuses import StatusTail
 from srm.warehouse import CHECKPOINT_METRICS, DATA_LOSS, METRICS, Warehouse, in_window
 
 log = logging.getLogger(__name__)
@@ -83,7 +87,8 @@ class PartitionFigures:
 
 @dataclass(frozen=True)
 class Copied:
-    """What the flow copied of one partition since the monitor started: the sums of its lease rows."""
+    """What the flow copied of one partition since the monitor started: the sums of its lease rows,
+    and of the statuses of the leases whose rows have not come yet."""
 
     topic: str
     partition: int
@@ -203,8 +208,10 @@ class Monitor:
         # Per flow (each observed by one thread at a time, so each its own dict): (topic, partition) ->
         # (the progress, the timestamp of the record there).
         self._oldest: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
-        # Per flow and partition: the newest lease row counted, and the sums so far.
-        self._counted: dict[str, dict[tuple[str, int], tuple[int, Copied]]] = {}
+        # Per flow and partition: the newest lease row counted (when it finished, when it started),
+        # and the sums so far.
+        self._counted: dict[str, dict[tuple[str, int], tuple[int, int, Copied]]] = {}
+        self._statuses: dict[str, StatusTail] = {}  # per flow: the reader of its statuses
         self._counted_until: dict[str, int] = {}  # per flow: the newest lease row counted
         self._pool = futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="srm-monitor")
         self._stop = threading.Event()
@@ -225,6 +232,9 @@ class Monitor:
         if self._thread is not None:
             self._thread.join(timeout=self.refresh_s + self.probe_timeout_s)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for tail in self._statuses.values():
+            tail.close()
+        self._statuses.clear()
         self._admins.clear()  # confluent-kafka's admin clients close as they are released
 
     def snapshot(self) -> Snapshot:
@@ -305,6 +315,8 @@ class Monitor:
         for kept in (self._oldest, self._counted, self._counted_until, self._observing):
             for name in set(kept) - names:
                 del kept[name]
+        for name in set(self._statuses) - names:
+            self._statuses.pop(name).close()
 
     def _late(
         self, flow: Flow, before: FlowView | None, clusters: dict[str, ClusterState], paused: bool | None
@@ -401,14 +413,15 @@ class Monitor:
         start = min(self._counted_until.get(flow.name, end), end) - int(LEASE_WINDOW_S * 1000)
         scanned = warehouse.scan(METRICS, in_window(flow.name, "finished_at", start, end), LEASE_COLUMNS)
         rows = [] if scanned is None else scanned.to_pylist()
+        copied, statuses = self._count(flow, rows, positions, None if down else config.cluster(flow.target))
         return FlowView(
             flow,
             health,
             partitions,
-            leases=tuple(_newest_leases(rows, end - int(LEASE_WINDOW_S * 1000))),
+            leases=tuple(_newest_leases([*rows, *(s.row() for s in statuses)], end - int(LEASE_WINDOW_S * 1000))),
             checkpoints=tuple(_checkpoint_latencies(warehouse, flow)),
             lost=tuple(_losses(warehouse, flow)),
-            copied=tuple(self._count(flow, rows, positions)),
+            copied=tuple(copied),
             observed_ms=_now_ms(),
         )
 
@@ -453,21 +466,30 @@ class Monitor:
         return out
 
     def _count(
-        self, flow: Flow, rows: list[dict[str, Any]], positions: dict[tuple[str, int], Position] | None
-    ) -> list[Copied]:
+        self,
+        flow: Flow,
+        rows: list[dict[str, Any]],
+        positions: dict[tuple[str, int], Position] | None,
+        target: Cluster | None,
+    ) -> tuple[list[Copied], list[LeaseStatus]]:
         """Records, bytes and transactions copied per partition since the monitor started (as MM2's
-        counts since its task started): the sum of the lease rows it has seen. ``rows``: the lease
-        rows from LEASE_WINDOW_S before the newest counted (a lease's rows are appended when the
-        lease ends); partitions the flow no longer has are dropped."""
+        counts since its task started): the sum of the lease rows it has seen, and of the statuses
+        of the leases whose rows have not come yet (read now unless ``target`` is None: it does not
+        answer). ``rows``: the lease rows from LEASE_WINDOW_S before the newest counted (a lease's
+        rows are appended when the lease ends); partitions the flow no longer has are dropped.
+        Also the statuses counted."""
         counted = self._counted.setdefault(flow.name, {})
         for row in rows:
             key = (row["topic"], row["partition"])
             finished = int(row["finished_at"].timestamp() * 1000)
-            seen, before = counted.get(key, (0, Copied(row["topic"], row["partition"], row["target_topic"])))
+            started = int(row["started_at"].timestamp() * 1000)
+            fresh = Copied(row["topic"], row["partition"], row["target_topic"])
+            seen, newest, before = counted.get(key, (0, -1, fresh))
             if finished <= seen:
                 continue
             counted[key] = (
                 finished,
+                max(newest, started),
                 replace(
                     before,
                     remote_topic=row["target_topic"] or before.remote_topic,
@@ -478,10 +500,39 @@ class Monitor:
                 ),
             )
             self._counted_until[flow.name] = max(self._counted_until.get(flow.name, 0), finished)
+        tail = self._status_tail(flow, target)
         if positions is not None:
             for gone in set(counted) - set(positions):
                 del counted[gone]
-        return [copied for _, (_, copied) in sorted(counted.items())]
+            if tail is not None:
+                tail.forget(set(positions))
+        if tail is not None and target is not None:
+            tail.read()
+        statuses = [] if tail is None else tail.current({key: started for key, (_, started, _) in counted.items()})
+        totals = {key: copied for key, (_, _, copied) in counted.items()}
+        for status in statuses:
+            key = (status.topic, status.partition)
+            before = totals.get(key, Copied(status.topic, status.partition, status.target_topic))
+            totals[key] = replace(
+                before,
+                records=before.records + status.records,
+                bytes=before.bytes + status.byte_count,
+                transactions=before.transactions + status.transactions,
+                aborted=before.aborted + status.aborted,
+            )
+        return [totals[key] for key in sorted(totals)], statuses
+
+    def _status_tail(self, flow: Flow, target: Cluster | None) -> StatusTail | None:
+        """The reader of ``flow``'s statuses, built again when the target's settings changed."""
+        tail = self._statuses.get(flow.name)
+        if target is None:
+            return tail
+        if tail is not None and tail.digest != clients.settings_digest(target):
+            tail.close()
+            tail = None
+        if tail is None:
+            tail = self._statuses[flow.name] = StatusTail(target, flow, LEASE_WINDOW_S)
+        return tail
 
 
 def _newest_leases(rows: list[dict[str, Any]], since_ms: int) -> list[dict[str, Any]]:

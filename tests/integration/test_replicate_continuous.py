@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from srm.internal_topics import progress_topic_name
 from srm.records import ProgressRecord
 from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.lease import FIRST_LEASE_S
+from srm.service.exposition import render
+from srm.service.monitor import ConfigSource, Monitor
 from srm.sparkapp import start_replication
 from srm.topics import create_partitions, ensure_topic, partition_counts, read_to_end
 from srm.warehouse import METRICS
@@ -157,3 +160,48 @@ def test_progress_is_journaled_under_load_and_plain_once_quiet(running: Any) -> 
         2 * PROGRESS_EVERY_S + 5,
         "a plain progress record at each partition's end",
     )
+
+
+def test_the_monitor_shows_what_a_running_lease_copied_within_fifteen_seconds(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """MirrorMaker 2's record counts, rates and latencies come from the copiers' statuses while a
+    lease runs (srm.replication.status): with leases of 10 minutes, which write their metrics rows
+    only when they end, the monitor counts the records copied within 15 s of their copy."""
+    prefix = unique("status")
+    flows = [{"source": "west", "target": "east", "topics": [f"{prefix}-a.*"], "task.lease.seconds": 600}]
+    env = make_env(kafka, tmp_path, flows)
+    flow = env.flow()
+    topic, remote = f"{prefix}-a1", flow.policy.format_remote_topic(env.west.alias, f"{prefix}-a1")
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    run = start_replication(spark, env.config, flow, "continuous", checkpoint=env.checkpoint(flow))
+    monitor = Monitor(ConfigSource(env.path), refresh_s=1.0).start()
+
+    def counted() -> int:
+        view = monitor.snapshot().flows.get(flow.name)
+        return 0 if view is None else sum(c.records for c in view.copied if c.topic == topic)
+
+    try:
+        produce(env.west, topic, sequenced(2, 100))
+        wait_for(lambda: target_records(env, topic) == 100, 60, "the first records")
+        wait_for(lambda: counted() == 100, 60, "the first records in the monitor's counts")
+        produce(env.west, topic, sequenced(2, 100, start=100))  # within the running lease
+        wait_for(lambda: target_records(env, topic) == 200, FLOW_WITHIN_S, "the next records")
+        took = wait_for(lambda: counted() == 200, 15.0, "the running lease's records in the monitor's counts")
+        print(f"counted by the monitor {took:.1f} s after the copy")
+        rows = env.warehouse.read(METRICS, topic=topic)
+        assert sum(r["records"] for r in rows) < 200, rows  # the lease that copied them has no row yet
+        view = monitor.snapshot().flows[flow.name]
+        newest = {lease["partition"]: lease for lease in view.leases if lease["topic"] == topic}
+        assert set(newest) == {0, 1}, view.leases
+        now = datetime.now(UTC)
+        for lease in newest.values():
+            assert lease["latency_avg_ms"] is not None and lease["latency_avg_ms"] >= 0, lease
+            assert (now - lease["finished_at"]).total_seconds() <= 15, lease  # the status's time
+        scraped = render(monitor.snapshot()).decode()
+        count = "kafka_connect_mirror_mirrorsourceconnector_record_count"
+        shown = [line for line in scraped.splitlines() if line.startswith(count) and f'topic="{remote}"' in line]
+        assert sum(float(line.rsplit(" ", 1)[1]) for line in shown) == 200, shown
+    finally:
+        monitor.stop()
+        run.stop()
