@@ -72,10 +72,10 @@ kafka-status: install  ## show the local clusters
 # --- the two commands of the README --------------------------------------------------------------
 demo: kafka-up  ## install, start the local clusters, run the first flow end to end through its Airflow DAGs
 	$(BIN)/srm-control validate
-	$(BIN)/python -m srm.demo
+	$(BIN)/python -m srm.devenv.demo
 
 airflow: kafka-up  ## the Airflow UI with the flows' DAGs: airflow standalone on http://127.0.0.1:8080
-	$(BIN)/python -m srm.airflow.local standalone
+	$(BIN)/python -m srm.devenv.airflow standalone
 
 # --- the docker-compose stack (docker-compose.yaml; docs/deployment.md) ----------------------------
 SRM_IMAGE ?= srm:latest
@@ -105,10 +105,10 @@ image: docker-tools  ## build the project image (srm:latest) on BASE_IMAGE (and 
 	$(if $(COMPOSE_OFFLINE),docker build -q --network host --build-arg BASE_IMAGE=$(BASE_IMAGE) -f conf/compose/services.Dockerfile -t srm-services:local .)
 
 compose-up: install image  ## the stack up (writes .env with fresh secrets if missing), healthy, UI address and login printed
-	$(BIN)/python -m srm.compose env
-	$(BIN)/python -m srm.compose check --env-file .env
+	$(BIN)/python -m srm.devenv.compose env
+	$(BIN)/python -m srm.devenv.compose check --env-file .env
 	$(COMPOSE_CMD) up -d
-	$(BIN)/python -m srm.compose wait -- $(COMPOSE_CMD)
+	$(BIN)/python -m srm.devenv.compose wait -- $(COMPOSE_CMD)
 
 compose-down:  ## stop and remove the stack's containers and network (volumes kept: add -v by hand to drop them)
 	$(COMPOSE_CMD) down --remove-orphans
@@ -144,10 +144,11 @@ test-bench: install jars  ## smoke runs of make bench-quick, bench.eos_floor, be
 test-unit: install  ## only the tests that need no broker
 	$(BIN)/pytest tests/unit
 
-lint: install  ## ruff (lint + format check) and mypy --strict
+lint: install  ## ruff (lint + format check), mypy --strict and the import layers
 	$(BIN)/ruff check srm include tests spark bench dags plugins
 	$(BIN)/ruff format --check srm include tests spark bench dags plugins
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache  # srm/'s layers (pyproject.toml [tool.importlinter])
 
 docs: install  ## the documentation site (MkDocs) into .local/site
 	$(BIN)/mkdocs build --strict

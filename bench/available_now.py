@@ -28,11 +28,11 @@ import yaml
 from bench.common import producer_performance_args
 from bench.usage import Usage
 from bench.watch import POLL_S, TargetWatch
-from srm import clients
 from srm.config import load_config
-from srm.jvm import kafka_command
-from srm.sparkapp import spark_submit_command, submit_environment
-from srm.topics import ensure_topic
+from srm.devenv.jvm import kafka_command
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
+from srm.spark.submit import spark_submit_command, submit_environment
 
 BATCH_LINE = re.compile(r"batch \d+: (\d+) record\(s\), ([\d.]+) MiB from \d+ of \d+ partition\(s\) in ([\d.]+) s")
 PHASES = re.compile(r"batch \d+: .* records/s; ([^)]*)\)")

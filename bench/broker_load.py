@@ -36,8 +36,8 @@ import psutil
 from bench import eos_floor, latency
 from bench.broker_profile import jdk_tool, recording
 from srm.config.model import Cluster
-from srm.jvm import kafka_command
-from srm.local import LocalKafka
+from srm.devenv.jvm import kafka_command
+from srm.devenv.local import LocalKafka
 from srm.paths import local_dir
 
 REQUESTS = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*"

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from srm.jvm import java_binary
+from srm.devenv.jvm import java_binary
 
 CPU = "jdk.ExecutionSample"
 ALLOCATION = "jdk.ObjectAllocationSample"

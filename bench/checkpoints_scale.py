@@ -29,12 +29,12 @@ from bench.available_now import flow_config
 from bench.scale import fill_partitions
 from bench.soak.job import PASS_LINE
 from bench.usage import Usage
-from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
+from srm.kafka import clients
+from srm.kafka.topics import NewTopicSpec, ensure_topics, list_offsets
 from srm.offsets.groups import alter_group_offsets, describe_groups
-from srm.sparkapp import spark_submit_command, submit_environment
-from srm.topics import NewTopicSpec, ensure_topics, list_offsets
+from srm.spark.submit import spark_submit_command, submit_environment
 
 Key = tuple[str, int]
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from bench.common import percentile
 from bench.latency import clusters
-from srm import clients
 from srm.config.model import Cluster
-from srm.topics import ensure_topic
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 
 SHAPES = ("late", "opener")
 

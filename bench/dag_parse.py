@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from srm.airflow.local import LocalAirflow
+from srm.devenv.airflow import LocalAirflow
 from srm.paths import project_root
 
 

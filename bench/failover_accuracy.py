@@ -25,13 +25,13 @@ from typing import Any
 
 from bench.available_now import flow_config
 from bench.mm2 import mm2_properties
-from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
-from srm.jvm import kafka_command
-from srm.records import Checkpoint
-from srm.sparkapp import spark_submit_command, submit_environment
-from srm.topics import ensure_topic, partition_counts, read_to_end
+from srm.devenv.jvm import kafka_command
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic, partition_counts, read_to_end
+from srm.mm2.records import Checkpoint
+from srm.spark.submit import spark_submit_command, submit_environment
 
 
 def fill(cluster: Cluster, topic: str, partitions: int, per_partition: int) -> None:

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import latency
-from srm import clients
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError
-from srm.records import OffsetRunsRecord, is_opener
-from srm.topics import read_to_end
+from srm.kafka import clients
+from srm.kafka.topics import read_to_end
+from srm.mm2.records import OffsetRunsRecord, is_opener
 
 
 def history_figures(target: Cluster, topic: str) -> dict[str, int]:

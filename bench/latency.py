@@ -40,11 +40,11 @@ from confluent_kafka import KafkaError, KafkaException
 
 from bench import replicators
 from bench.common import percentile
-from srm import clients
 from srm.config import load_config
 from srm.config.model import Cluster
 from srm.config.settings import FlowSettings
-from srm.topics import ensure_topic, partition_counts
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic, partition_counts
 
 WARMUP_TIMEOUT_S = 120.0
 RECORD_SIZE = 100  # bytes of each record's value

@@ -26,10 +26,10 @@ from typing import Any
 from bench.available_now import fill, workload_parser
 from bench.usage import Usage
 from bench.watch import POLL_S, TargetWatch
-from srm import clients
 from srm.config import load_config
-from srm.jvm import kafka_command
-from srm.topics import ensure_topic
+from srm.devenv.jvm import kafka_command
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 
 # MM2's tasks: one per partition up to 8 (as bench.scale's topics runs). 2,048 tasks, each with its
 # own consumer and producer, on this 2-core machine did not copy 200,000 records in 15 minutes.

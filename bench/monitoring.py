@@ -40,7 +40,7 @@ from bench.checkpoints_scale import fill, submit
 from bench.common import percentile
 from bench.scale import fill_partitions
 from srm.config import load_config
-from srm.local import LocalClusters
+from srm.devenv.local import LocalClusters
 from srm.paths import local_dir
 from srm.service.exposition import render
 from srm.service.monitor import ConfigSource, Monitor

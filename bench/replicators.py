@@ -26,9 +26,9 @@ import psutil
 from bench.available_now import flow_config
 from bench.mm2 import mm2_properties
 from srm.config.model import Cluster
-from srm.jvm import kafka_command
+from srm.devenv.jvm import kafka_command
 from srm.paths import project_root
-from srm.sparkapp import spark_submit_command, submit_environment
+from srm.spark.submit import spark_submit_command, submit_environment
 
 
 def ours(

@@ -26,7 +26,7 @@ from srm.config import load_config
 from srm.config.model import Flow
 from srm.maintenance.compaction import maintain
 from srm.maintenance.metrics_rollup import roll_up
-from srm.warehouse import METRICS, METRICS_HOURLY, Warehouse
+from srm.storage.warehouse import METRICS, METRICS_HOURLY, Warehouse
 
 FLOW = ("bench-west", "bench-east")
 MINUTE_MS = 60_000
@@ -37,7 +37,7 @@ def write_metrics(warehouse: Warehouse, topics: int, days: int, end_ms: int) -> 
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from srm.warehouse import _schemas
+    from srm.storage.warehouse import _schemas
 
     schema = _schemas()[METRICS]
     minutes = 24 * 60

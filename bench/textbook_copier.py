@@ -27,8 +27,8 @@ from types import FrameType
 from confluent_kafka import KafkaException, TopicPartition
 
 from bench.latency import clusters
-from srm import clients
-from srm.topics import ensure_topic
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 
 TIMEOUT_S = 30.0
 CONSUME_BATCH = 10_000

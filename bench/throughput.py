@@ -23,10 +23,10 @@ from typing import Any
 
 from bench import available_now, latency, mm2
 from bench.common import producer_performance_args
-from srm import clients
 from srm.config import load_config
-from srm.jvm import kafka_command
-from srm.topics import ensure_topic
+from srm.devenv.jvm import kafka_command
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 
 
 def tool_rate(main_class: str, *args: str) -> float:

@@ -18,10 +18,10 @@ import time
 import uuid
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster
 from srm.errors import SrmError
-from srm.topics import list_offsets, partition_counts
+from srm.kafka import clients
+from srm.kafka.topics import list_offsets, partition_counts
 
 POLL_S = 0.1
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from srm.config import load_config
 from srm.errors import ConfigError, SrmError
 from srm.offsets.checkpointing import CheckpointPass
-from srm.sparkapp import build_session, shipped_config
+from srm.spark.session import build_session, shipped_config
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -24,7 +24,9 @@ from types import FrameType
 
 from srm.config import load_config
 from srm.errors import ConfigError, FlowTakenOverError, SrmError
-from srm.sparkapp import REPLICATION_MODES, ReplicationRun, build_session, shipped_config, start_replication
+from srm.replication.launch import ReplicationRun, start_replication
+from srm.spark.session import build_session, shipped_config
+from srm.spark.submit import REPLICATION_MODES
 
 TAKEN_OVER_EXIT = 3
 

@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from srm.airflow.local import LocalAirflow
+from srm.devenv.airflow import LocalAirflow
 from tests.conftest import free_ports
 
 START_TIMEOUT_S = 180

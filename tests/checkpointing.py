@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster
-from srm.topics import assign_partitions
+from srm.kafka import clients
+from srm.kafka.topics import assign_partitions
 
 
 def commit(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:

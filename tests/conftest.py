@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from srm.config import SrmConfig, load_config
-from srm.local import LocalClusters
-from srm.probe import broker_answers
+from srm.devenv.local import LocalClusters
+from srm.kafka.probe import broker_answers
 from tests.jobs import Job
 from tests.secured import SIDES, SecuredCluster, local_brokers
 from tests.spark_cluster import StandaloneCluster
@@ -148,7 +148,7 @@ def kafka(kafka_config_path: Path) -> SrmConfig:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One Spark session for every in-process replication run of the test session."""
-    from srm.sparkapp import build_session
+    from srm.spark.session import build_session
 
     session = build_session(
         "srm-tests", "local[2, 4]", {"spark.ui.enabled": "false", "spark.python.worker.faulthandler.enabled": "true"}

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster
+from srm.kafka import clients
 
 
 def produce(cluster: Cluster, topic: str, records: list[dict[str, Any]]) -> None:

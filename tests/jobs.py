@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from srm import clients
+from srm.kafka import clients
 from tests.replication import Env, contents, sequence_report, sequenced
 
 

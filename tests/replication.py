@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from srm import clients
 from srm.config import SrmConfig, load_config
 from srm.config.model import Cluster, Flow
-from srm.sparkapp import await_query, start_replication
-from srm.warehouse import Warehouse
+from srm.kafka import clients
+from srm.replication.launch import await_query, start_replication
+from srm.storage.warehouse import Warehouse
 
 
 @dataclass

@@ -20,8 +20,8 @@ from pydantic import SecretStr
 
 from srm.config import load_config
 from srm.config.model import Cluster
-from srm.local import LocalClusters
-from srm.local_security import BrokerSecurity
+from srm.devenv.local import LocalClusters
+from srm.devenv.local_security import BrokerSecurity
 from tests.replication import SINGLE_BROKER, Env
 
 SIDES = ("west", "east")

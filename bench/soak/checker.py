@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.soak.load import Key, Part, decode
-from srm import clients
 from srm.config.model import Cluster
 from srm.errors import SrmError
-from srm.topics import partition_counts
+from srm.kafka import clients
+from srm.kafka.topics import partition_counts
 
 log = logging.getLogger("bench.soak")
 REFRESH_S = 5.0  # how often new remote topics and partitions are looked for

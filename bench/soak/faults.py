@@ -116,7 +116,7 @@ class Faults:
 
     # --- the source grows ---------------------------------------------------------------------
     def add_partitions(self) -> str:
-        from srm.topics import create_partitions
+        from srm.kafka.topics import create_partitions
 
         topic = sorted(self.soak.topics)[0]
         total = self.soak.topics[topic] + 2

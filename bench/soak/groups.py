@@ -17,10 +17,10 @@ import bisect
 from typing import Any
 
 from bench.soak.load import Key, decode
-from srm import clients
 from srm.config.model import Cluster
+from srm.kafka import clients
+from srm.kafka.topics import list_offsets
 from srm.offsets.groups import group_offsets
-from srm.topics import list_offsets
 
 PREFIX = "soak-group-"
 LAG_STEP_S = 1.0

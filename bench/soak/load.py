@@ -15,8 +15,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster
+from srm.kafka import clients
 
 RECORD_SIZE = 100
 SEQUENCE = struct.Struct(">q")

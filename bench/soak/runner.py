@@ -21,16 +21,16 @@ from bench.soak.faults import Fault, Faults, schedule
 from bench.soak.job import Job, PassResult, checkpoint_pass
 from bench.soak.load import Load
 from bench.soak.samples import Sample, folder_mb, latency, timed, tree_mb
-from srm import clients
 from srm.config import load_config
-from srm.internal_topics import history_topic_name
-from srm.local import LocalClusters
+from srm.devenv.local import LocalClusters
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name
+from srm.kafka.topics import ensure_topic, list_offsets
 from srm.maintenance.compaction import maintain
 from srm.maintenance.metrics_rollup import roll_up
 from srm.offsets.api import translate
 from srm.offsets.retention import HistoryPruner
-from srm.topics import ensure_topic, list_offsets
-from srm.warehouse import SYNC_HISTORY, Warehouse
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse
 from tests.conftest import free_ports
 
 log = logging.getLogger("bench.soak")

@@ -5,7 +5,7 @@
 # check of the flows' YAML.
 set -euo pipefail
 : "${SRM_PROMETHEUS_TOKEN:?set SRM_PROMETHEUS_TOKEN in .env}" "${AIRFLOW_ADMIN_USER:?}" "${AIRFLOW_ADMIN_PASSWORD:?set AIRFLOW_ADMIN_PASSWORD in .env}" "${SPARK_MASTER_URL:?}"
-python -m srm.compose check
+python -m srm.devenv.compose check
 # A PostgreSQL volume made with another POSTGRES_PASSWORD refuses this one: say so, not a stack trace.
 python - <<'PY'
 import os

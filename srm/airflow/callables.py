@@ -41,9 +41,9 @@ def _flow(config_file: str, source: str, target: str) -> Any:
 
 def replicated_topics(config: Any, flow: Any) -> dict[str, int]:
     """Source topics the flow replicates now, with their partition counts."""
-    from srm import clients
+    from srm.kafka import clients
+    from srm.kafka.topics import partition_counts
     from srm.replication.selector import TopicSelector
-    from srm.topics import partition_counts
 
     selector = TopicSelector(flow)
     counts = partition_counts(clients.admin_client(config.cluster(flow.source)), include_internal=True)
@@ -63,7 +63,7 @@ def validate_internal_topics(config_file: str, source: str, target: str) -> list
 
 @task
 def ensure_remote_topics(config_file: str, source: str, target: str) -> dict[str, int]:
-    from srm import clients
+    from srm.kafka import clients
     from srm.replication.remote_topics import RemoteTopics
 
     config, flow = _flow(config_file, source, target)
@@ -79,9 +79,9 @@ def ensure_remote_topics(config_file: str, source: str, target: str) -> dict[str
 
 @task
 def sync_topic_configs(config_file: str, source: str, target: str) -> list[str]:
-    from srm import clients
+    from srm.kafka import clients
+    from srm.kafka.topics import partition_counts
     from srm.maintenance.config_sync import sync_topic_configs as sync
-    from srm.topics import partition_counts
 
     config, flow = _flow(config_file, source, target)
     if not flow.settings.sync_topic_configs_enabled:
@@ -100,7 +100,7 @@ def sync_topic_configs(config_file: str, source: str, target: str) -> list[str]:
 
 @task
 def sync_topic_acls(config_file: str, source: str, target: str) -> list[str]:
-    from srm import clients
+    from srm.kafka import clients
     from srm.maintenance.acl_sync import sync_topic_acls as sync
 
     config, flow = _flow(config_file, source, target)
@@ -137,7 +137,7 @@ def metrics_rollup(config_file: str, source: str, target: str) -> dict[str, Any]
     most once an hour, whichever flow's DAG comes first). Only the warehouse: no cluster needed."""
     from srm.maintenance.compaction import maintain
     from srm.maintenance.metrics_rollup import roll_up
-    from srm.warehouse import Warehouse
+    from srm.storage.warehouse import Warehouse
 
     config, flow = _flow(config_file, source, target)
     warehouse = Warehouse(config.storage.warehouse)
@@ -164,7 +164,7 @@ def prune_sync_history(config_file: str, source: str, target: str) -> dict[str, 
 
 @task
 def emit_heartbeats(config_file: str, source: str, target: str, duration_seconds: Any) -> int:
-    from srm.heartbeats import emit, heartbeat_pairs
+    from srm.maintenance.heartbeats import emit, heartbeat_pairs
 
     config, flow = _flow(config_file, source, target)
     pairs = heartbeat_pairs(config, flow)
@@ -180,7 +180,7 @@ def emit_heartbeats(config_file: str, source: str, target: str, duration_seconds
 
 @task
 def sync_group_offsets(config_file: str, source: str, target: str) -> dict[str, Any]:
-    from srm import clients
+    from srm.kafka import clients
     from srm.offsets.checkpoint_store import read_checkpoints
     from srm.offsets.group_sync import sync_group_offsets as sync
 
@@ -205,7 +205,7 @@ def sync_group_offsets(config_file: str, source: str, target: str) -> dict[str, 
 @task
 def failover(config_file: str, source: str, target: str, *, groups: str, mode: str, dry_run: Any) -> list[str]:
     from srm.errors import NotConfiguredError
-    from srm.failover import apply, plan, table
+    from srm.operations.failover import apply, plan, table
 
     if not groups.strip():
         raise NotConfiguredError("Param groups is empty: give group names (comma separated) or one regex")

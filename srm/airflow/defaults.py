@@ -5,14 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from srm.config.dag_ids import dag_id
 from srm.config.model import Flow
 
 START = datetime(2026, 1, 1)  # no catch-up: runs start from the first schedule after deployment
 TAG = "srm"
-
-
-def dag_id(flow: Flow, job: str) -> str:
-    return f"{flow.source}_to_{flow.target}.{job}"
 
 
 def tags(flow: Flow, job: str) -> list[str]:

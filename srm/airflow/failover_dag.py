@@ -7,9 +7,10 @@ from typing import Any
 
 from srm.airflow import callables
 from srm.airflow.defaults import START, TAG, default_args
+from srm.config.dag_ids import FAILOVER_DAG_ID
 from srm.config.model import SrmConfig
 
-DAG_ID = "srm.failover"
+DAG_ID = FAILOVER_DAG_ID
 
 
 def failover_dag(config: SrmConfig, config_file: str) -> Any:

@@ -33,7 +33,7 @@ def record_failure(config_file: str, source: str, target: str, context: dict[str
 
 def _record(config_file: str, source: str, target: str, context: dict[str, Any]) -> None:
     from srm.config import load_config
-    from srm.warehouse import TASK_FAILURES, Warehouse
+    from srm.storage.warehouse import TASK_FAILURES, Warehouse
 
     config = load_config(config_file)
     ti = context["ti"]

@@ -1,7 +1,7 @@
 """Parse the DAG folder the way Airflow's DAG processor does and print what it found, as JSON.
 
 ``python -m srm.airflow.probe`` in a fresh interpreter, with AIRFLOW_HOME, the DAG folder and
-SRM_CONFIG set (``eval "$(python -m srm.airflow.local env)"``): every DAG with its schedule, tasks,
+SRM_CONFIG set (``eval "$(python -m srm.devenv.airflow env)"``): every DAG with its schedule, tasks,
 retries and Params, the import errors, the parse time, and which heavy client libraries parsing
 imported (none may be). The DAG tests and ``bench.dag_parse`` read its output.
 """

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from srm.airflow.defaults import dag_id, flow_dag
+from srm.airflow.defaults import flow_dag
 from srm.airflow.spark import spark_job
+from srm.config.dag_ids import dag_id
 from srm.config.model import Flow
-from srm.sparkapp import REPLICATION_MODES
+from srm.spark.submit import REPLICATION_MODES
 
 MODES = list(REPLICATION_MODES)
 

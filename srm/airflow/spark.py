@@ -17,7 +17,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from srm.config.model import Flow
 from srm.errors import SrmError
 from srm.paths import project_root
-from srm.sparkapp import check_master, driver_java_options, is_local, job_conf, submit_environment
+from srm.spark.session import check_master, is_local, job_conf
+from srm.spark.submit import driver_java_options, submit_environment
 
 # spark/replicate.py's exit status when another run took the flow over: retrying would only take
 # it back (the newest run wins), so the task fails at once and says why.

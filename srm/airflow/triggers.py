@@ -49,7 +49,7 @@ class HeartbeatTrigger(BaseTrigger):
 def heartbeat_age(config_file: str, source: str, target: str) -> float | None:
     """Seconds since the newest heartbeat replicated by flow source->target (None: never one)."""
     from srm.config import load_config
-    from srm.heartbeats import freshness
+    from srm.maintenance.heartbeats import freshness
 
     config = load_config(config_file, strict=False)
     return freshness(config.cluster(target), config.flow(source, target)).age_s

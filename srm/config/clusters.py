@@ -128,7 +128,7 @@ def _local_problems(spec: ClusterSpec) -> list[tuple[tuple[str, ...], str]]:
 
 
 # What the clients of a secured local cluster must say: a SASL_SSL broker offers SCRAM-SHA-512 only,
-# and its client user is the one these settings name (srm/local_security.py creates it); an SSL
+# and its client user is the one these settings name (srm/devenv/local_security.py creates it); an SSL
 # broker wants a certificate its CA signed (make kafka-up writes the one of User:replicator).
 SECURED_LOCAL_CLIENT = {
     "SASL_SSL": {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"},

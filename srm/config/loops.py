@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 from interegular import FSM, InvalidSyntax, Unsupported, parse_pattern
 
+from srm.config.filters import NameFilter, should_replicate_topic
 from srm.config.model import Flow
 from srm.config.yamlsource import YamlDocument
 from srm.errors import ConfigIssue
-from srm.filters import NameFilter, should_replicate_topic
 
 COMMON_NAMES = ("orders", "events", "t", "topic", "test")
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._\-]+")  # the characters Kafka allows in a topic name

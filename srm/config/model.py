@@ -25,7 +25,7 @@ class LocalBroker(_Frozen):
     host: str
     port: int
     controller_port: int
-    security_protocol: Literal["PLAINTEXT", "SASL_SSL", "SSL"] = "PLAINTEXT"  # see srm/local_security.py
+    security_protocol: Literal["PLAINTEXT", "SASL_SSL", "SSL"] = "PLAINTEXT"  # see srm/devenv/local_security.py
     server: dict[str, str] = Field(default_factory=dict)  # extra server.properties entries
 
 

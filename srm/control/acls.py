@@ -6,9 +6,9 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from srm.acls import flow_grants
 from srm.config import load_config
 from srm.console import print_table
+from srm.operations.acls import flow_grants
 
 # (help, description) of the subcommand
 HELP = (

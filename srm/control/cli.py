@@ -17,7 +17,7 @@ from typing import Any
 from srm.control import acls, commands, lists, offsets, status, takeover
 from srm.control.parsers import flow_parser
 from srm.errors import ConfigError, SrmError
-from srm.sparkapp import REPLICATION_MODES
+from srm.spark.submit import REPLICATION_MODES
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2

@@ -13,10 +13,11 @@ from typing import Any
 from srm.config import load_config
 from srm.config.mm2_import import import_mm2 as convert_mm2
 from srm.config.summary import summary_json, summary_lines
+from srm.devenv.local import LocalClusters
 from srm.errors import SrmError
-from srm.local import LocalClusters
 from srm.paths import local_dir
-from srm.sparkapp import check_master, is_local, local_master, spark_submit_command, submit_environment
+from srm.spark.session import check_master, is_local, local_master
+from srm.spark.submit import spark_submit_command, submit_environment
 
 
 def validate(args: argparse.Namespace) -> dict[str, Any] | None:

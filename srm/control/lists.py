@@ -9,8 +9,8 @@ from typing import Any
 
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
-from srm.control_lists import Kind, Lists, read_lists, write_lists
 from srm.errors import NotConfiguredError, SrmError
+from srm.kafka.control_lists import Kind, Lists, read_lists, write_lists
 
 
 def configured_flow(config: SrmConfig, source: str, target: str) -> Flow:
@@ -24,7 +24,7 @@ def configured_flow(config: SrmConfig, source: str, target: str) -> Flow:
 
 def reachable(config: SrmConfig, *aliases: str) -> None:
     """Fail with one line naming the bootstrap servers unless every cluster answers."""
-    from srm.clients import check_reachable
+    from srm.kafka.clients import check_reachable
 
     for alias in aliases:
         check_reachable(config.cluster(alias), timeout_s=10)

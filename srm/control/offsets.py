@@ -11,9 +11,9 @@ from srm.config import load_config
 from srm.control import parsers
 from srm.control.lists import configured_flow, reachable
 from srm.errors import SrmError
-from srm.failover import GroupPlan, apply, plan, plan_failback, table
 from srm.offsets.api import Direction, Translator
 from srm.offsets.api import translate as translate_offsets
+from srm.operations.failover import GroupPlan, apply, plan, plan_failback, table
 
 
 def group_names(value: str) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 from srm.config import load_config
 from srm.control.lists import configured_flow
 from srm.errors import SrmError
-from srm.health import flow_health
+from srm.operations.health import flow_health
 
 # (help, description) of the subcommand
 HELP = (

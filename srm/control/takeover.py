@@ -31,7 +31,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def takeover(args: argparse.Namespace) -> dict[str, Any] | None:
-    from srm import takeover as taking
+    from srm.operations import takeover as taking
 
     config = load_config(args.config, strict=True)
     flow = config.flow(args.source, args.target)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.errors import SrmError
-from srm.retry import acl_hint, needs
+from srm.kafka.retry import acl_hint, needs
 
 
 @dataclass(frozen=True)

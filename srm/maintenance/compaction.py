@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from srm.warehouse import (
+from srm.storage.warehouse import (
     CHECKPOINT_METRICS,
     CHECKPOINTS_HOURLY,
     METRICS,

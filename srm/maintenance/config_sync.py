@@ -1,7 +1,7 @@
 """Topic config sync: remote topics keep the source topics' configs (MM2's rules).
 
 For each replicated topic whose remote topic exists: settings the source wants copied (see
-:mod:`srm.topic_configs`) are SET on the target where they differ; with ``use.defaults.from:
+:mod:`srm.mm2.topic_configs`) are SET on the target where they differ; with ``use.defaults.from:
 target`` (MM2's default) a setting the target topic has explicitly but the source topic leaves at
 its default is DELETEd, so the target falls back to its own default. Settings matched by
 ``config.properties.exclude`` are never touched on the target.
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.config.model import Flow
-from srm.retry import needs, retrying
-from srm.topic_configs import ConfigValue, configs_to_copy
-from srm.topics import describe_configs_of
+from srm.kafka.retry import needs, retrying
+from srm.kafka.topics import describe_configs_of
+from srm.mm2.topic_configs import ConfigValue, configs_to_copy
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from srm import clients
 from srm.config.model import Flow, SrmConfig
-from srm.heartbeats import heartbeats_topic
-from srm.internal_topics import InternalTopic, checkpoints_topic, ensure_internal_topic, flow_internal_topics
-from srm.topics import broker_count
+from srm.kafka import clients
+from srm.kafka.internal_topics import InternalTopic, checkpoints_topic, ensure_internal_topic, flow_internal_topics
+from srm.kafka.topics import broker_count
+from srm.maintenance.heartbeats import heartbeats_topic
 
 META_TOPIC = "srm-meta.internal"
 

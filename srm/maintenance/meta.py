@@ -12,9 +12,9 @@ import logging
 import time
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import SrmError
+from srm.kafka import clients
 from srm.maintenance.internal import META_TOPIC
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def write_meta(target: Cluster, flow: Flow, pairs: dict[str, str]) -> None:
 
 def read_meta(target: Cluster, flow: Flow) -> dict[str, Any] | None:
     """The latest ``srm-meta.internal`` record of ``flow`` on its target (None: none yet)."""
-    from srm.topics import partition_counts, read_to_end
+    from srm.kafka.topics import partition_counts, read_to_end
 
     if META_TOPIC not in partition_counts(clients.admin_client(target), include_internal=True):
         return None

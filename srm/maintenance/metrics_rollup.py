@@ -7,7 +7,7 @@ hours are combined again: sums, averages with their weights, the newest lag with
 (:mod:`srm.service.metrics` maps every metric onto both tables).
 
 A flow's rollup moves forward hour by hour. Its watermark (the version of app id ``rollup:<flow>``
-in the hourly table, ``srm.warehouse``) is the first hour not rolled up: every row of the flow before
+in the hourly table, ``srm.storage.warehouse``) is the first hour not rolled up: every row of the flow before
 it is in the hourly table, the API reads that hour and later ones from the raw table. Each step reads
 the raw rows of the hours after the watermark (the flow and time range pushed down into the Delta
 scan), aggregates them in Arrow and appends them with the next watermark in one commit, checked
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.config.model import Flow
-from srm.warehouse import (
+from srm.storage.warehouse import (
     CHECKPOINT_METRICS,
     CHECKPOINTS_HOURLY,
     HOUR_MS,

@@ -17,16 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from srm import clients
 from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, UsageError
+from srm.kafka import clients
+from srm.kafka.topics import list_offsets, partition_counts
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import group_offsets
 from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
 from srm.offsets.merged import merged_position, reverse_flow
 from srm.offsets.translate import PartitionHistory, to_source, to_target
 from srm.replication.selector import TopicSelector
-from srm.topics import list_offsets, partition_counts
 
 Direction = Literal["forward", "backward"]
 

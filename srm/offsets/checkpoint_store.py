@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError, SrmError
-from srm.records import Checkpoint
-from srm.topics import partition_counts, read_to_end
+from srm.kafka import clients
+from srm.kafka.topics import partition_counts, read_to_end
+from srm.mm2.records import Checkpoint
 
 log = logging.getLogger(__name__)
 CheckpointKey = tuple[str, str, int]  # group, downstream topic, partition

@@ -20,22 +20,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from srm import clients
+from srm.config.filters import NameFilter, should_replicate_group
 from srm.config.model import Flow, SrmConfig
-from srm.control_lists import read_lists
 from srm.errors import SrmError
-from srm.filters import NameFilter, should_replicate_group
-from srm.internal_topics import InternalTopic, checkpoints_topic, ensure_internal_topic
+from srm.kafka import clients
+from srm.kafka.control_lists import read_lists
+from srm.kafka.internal_topics import InternalTopic, checkpoints_topic, ensure_internal_topic
+from srm.kafka.topics import broker_count, list_offsets, partition_counts
+from srm.mm2.records import Checkpoint
 from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_checkpoints
 from srm.offsets.group_sync import SyncReport, sync_group_offsets
 from srm.offsets.groups import group_offsets, list_groups
 from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
 from srm.offsets.merged import merged_position, reverse_flow
 from srm.offsets.translate import to_source, to_target
-from srm.records import Checkpoint
 from srm.replication.selector import TopicSelector
-from srm.topics import broker_count, list_offsets, partition_counts
-from srm.warehouse import CHECKPOINT_METRICS, Warehouse
+from srm.storage.warehouse import CHECKPOINT_METRICS, Warehouse
 
 log = logging.getLogger("srm.checkpoints")
 INTERNAL_GROUP_PREFIX = "__srm."  # the project's own groups are never checkpointed

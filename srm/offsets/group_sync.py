@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from srm.mm2.records import Checkpoint
 from srm.offsets.groups import alter_group_offsets, describe_groups, group_offsets
-from srm.records import Checkpoint
 
 log = logging.getLogger(__name__)
 

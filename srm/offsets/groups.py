@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import SrmError
-from srm.retry import acl_hint, is_retriable, needs, retrying
+from srm.kafka.retry import acl_hint, is_retriable, needs, retrying
 
 ADMIN_TIMEOUT_S = 30.0
 WARM_UP_S = 60.0  # a coordinator loads its log in seconds; a fresh cluster creates __consumer_offsets first

@@ -18,13 +18,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from srm import clients
 from srm.config.model import Flow, SrmConfig
-from srm.internal_topics import history_topic_name
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name
 from srm.offsets.translate import PartitionHistory
 from srm.replication.history import HistoryIngest
 from srm.replication.runs import OffsetRun
-from srm.warehouse import SYNC_HISTORY, Warehouse
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse
 
 Key = tuple[str, int]
 COLUMNS = ["topic", "partition", "topic_id", "source_first", "target_first", "length", "next_offset", "history_offset"]
@@ -128,7 +128,7 @@ def topic_tail(config: SrmConfig, flow: Flow) -> Any:
     """The history committed to the topic but not yet ingested into the warehouse, as Arrow rows."""
     import pyarrow as pa
 
-    from srm.warehouse import _schemas
+    from srm.storage.warehouse import _schemas
 
     warehouse = Warehouse(config.storage.warehouse)
     target = config.cluster(flow.target)
@@ -190,7 +190,7 @@ def _select(rows: Any, wanted: Wanted) -> Any:
 def _or_empty(table: Any) -> Any:
     import pyarrow as pa
 
-    from srm.warehouse import _schemas
+    from srm.storage.warehouse import _schemas
 
     return pa.schema(_schemas()[SYNC_HISTORY]).empty_table().select(COLUMNS) if table is None else table
 

@@ -14,7 +14,7 @@ source still has. A prune, per flow:
   of its partition only) in one commit per batch of topics, which also merges the small files of
   the ingest's appends;
 - deletes the files it replaced 15 minutes later (VACUUM, the table's deleted-file retention) and the
-  commit log past 30 minutes (srm.warehouse.CONFIGURATION);
+  commit log past 30 minutes (srm.storage.warehouse.CONFIGURATION);
 - deletes the history topic's records that are ingested, that no journaled progress record needs
   (srm.replication.progress), and that are older than TOPIC_MARGIN_S (a transaction still open
   may journal progress from an offset a little below the topic's end).
@@ -31,13 +31,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from srm import clients
 from srm.config.model import Flow, SrmConfig
-from srm.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka.topics import delete_records_before, list_offsets, offsets_for_time, partition_counts, topic_ids
 from srm.replication.history import SORT_ORDER
 from srm.replication.progress import journal_start, progress_group
-from srm.topics import delete_records_before, list_offsets, offsets_for_time, partition_counts, topic_ids
-from srm.warehouse import SYNC_HISTORY, Warehouse, apply_configuration, sql_string
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse, apply_configuration, sql_string
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ class HistoryPruner:
         return self.warehouse.footprint(SYNC_HISTORY, self.flow.name)[0]
 
     def _vacuum(self) -> int:
-        """VACUUM (the table's deleted-file retention, srm.warehouse.CONFIGURATION) and the commit
+        """VACUUM (the table's deleted-file retention, srm.storage.warehouse.CONFIGURATION) and the commit
         log's cleanup; files deleted."""
         from deltalake import DeltaTable
 

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster, Flow, SrmConfig
-from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic
-from srm.records import OffsetSync
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name, mm2_offset_syncs_topic
+from srm.kafka.topics import list_offsets
+from srm.mm2.records import OffsetSync
 from srm.replication.history import HistoryIngest
 from srm.replication.job import Loss
 from srm.replication.progress import Progress
 from srm.replication.runs import OffsetRun, SyncPacer
-from srm.topics import list_offsets
-from srm.warehouse import DATA_LOSS, METRICS, SYNC_HISTORY, Warehouse, sql_string
+from srm.storage.warehouse import DATA_LOSS, METRICS, SYNC_HISTORY, Warehouse, sql_string
 
 log = logging.getLogger("srm.replicate")
 # commit_transaction returns once the coordinator has logged the commit; the markers that let

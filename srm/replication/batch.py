@@ -21,11 +21,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from srm import clients
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
 from srm.errors import DataLossError, InvariantError, LastingFaultError, ReplicationError, SrmError
-from srm.internal_topics import history_topic_name, mm2_offset_syncs_topic, progress_topic_name
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name, mm2_offset_syncs_topic, progress_topic_name
+from srm.kafka.topics import partition_counts
 from srm.replication.accounting import Accounting, Phases
 from srm.replication.assignment import RECORD_COST_BYTES, Assignment, Key, balanced
 from srm.replication.copier import run_slot
@@ -35,8 +36,7 @@ from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.progress import Progress
 from srm.replication.remote_topics import RemoteTopics, deleted_error, describe_gone
 from srm.replication.slot_daemons import SLOT_VARIABLE, SlotDaemons, slot_value
-from srm.topics import partition_counts
-from srm.warehouse import Warehouse
+from srm.storage.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
 ACCOUNTING_CLOSE_S = 120.0  # at the end of a run: what the accounting may still take

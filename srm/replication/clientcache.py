@@ -4,7 +4,7 @@ Spark reuses its Python workers, so a micro-batch every second would otherwise p
 connections and a transactional producer's initialisation (tens of milliseconds, more when it
 must fence a predecessor) on every task. Producers are keyed by transactional id, consumers and
 admin clients by flow. A fenced or failed producer is dropped and rebuilt on the next task. Each
-client is kept with the digest of the settings it was built from (srm.clients.settings_digest):
+client is kept with the digest of the settings it was built from (srm.kafka.clients.settings_digest):
 asked for with another digest (a rotated password, a new bootstrap list), it is closed and built
 again.
 """

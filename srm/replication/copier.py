@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from srm import clients
 from srm.errors import LastingFaultError, ReplicationError, SrmError
+from srm.kafka import clients
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.deliveries import TransactionAborted
 from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult, fault_payload

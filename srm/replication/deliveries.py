@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from srm.errors import ReplicationError
+from srm.kafka.retry import RETRIABLE
 from srm.replication.job import CopyJob
 from srm.replication.kafka_errors import (
     GONE,
@@ -33,7 +34,6 @@ from srm.replication.kafka_errors import (
 )
 from srm.replication.outage import Outage
 from srm.replication.partition_state import PartitionState
-from srm.retry import RETRIABLE
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ FLUSH_SLICE_S = 1.0  # a flush that waits longer looks whether the transaction f
 PURGED = ("_PURGE_QUEUE", "_PURGE_INFLIGHT")
 # Delivery failures that a later attempt can get past (the target's broker was down or a leader
 # moved for longer than librdkafka retried): the transaction is aborted and copied again.
-# The errors any call retries (srm.retry.RETRIABLE: timeouts, transport, leaders moving), and
+# The errors any call retries (srm.kafka.retry.RETRIABLE: timeouts, transport, leaders moving), and
 # those only a delivery meets.
 TRANSIENT = (*RETRIABLE, "_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", *PURGED)
 TIMED_OUT = ("_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT")

@@ -5,7 +5,7 @@ The driver appends a row to the warehouse's ``flow_states`` table when its flow 
 a cluster (a lease that cannot be planned because a cluster does not answer, copiers whose lease
 overran while a cluster does not answer), one when it copies again, and one when the run fails
 (with its message, also when no Airflow task records the failure): a row per change, not per
-minute. :func:`srm.health.assess` shows ``waiting`` (or ``failed``) while the newest row says so
+minute. :func:`srm.operations.health.assess` shows ``waiting`` (or ``failed``) while the newest row says so
 and no heartbeat crossed since, instead of ``running`` or a bare ``stalled``/``unknown``. A
 failure to write a row is logged, never a reason to stop copying.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from srm.warehouse import FLOW_STATES, Warehouse
+from srm.storage.warehouse import FLOW_STATES, Warehouse
 
 log = logging.getLogger("srm.replicate")
 

@@ -13,12 +13,12 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError
-from srm.records import OffsetRunsRecord, is_opener
-from srm.topics import list_offsets, read_to_end
-from srm.warehouse import SYNC_HISTORY, Warehouse
+from srm.kafka import clients
+from srm.kafka.topics import list_offsets, read_to_end
+from srm.mm2.records import OffsetRunsRecord, is_opener
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse
 
 log = logging.getLogger(__name__)
 STALL_TIMEOUT_S = 60.0  # reading gives up when the topic yields nothing for this long

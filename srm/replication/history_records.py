@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from srm.records import OPENER_HEADERS, OffsetRunsRecord, OffsetSync
+from srm.mm2.records import OPENER_HEADERS, OffsetRunsRecord, OffsetSync
 from srm.replication.job import CopyJob
 from srm.replication.partition_state import PartitionState
 from srm.replication.runs import OffsetRun, SyncPacer

@@ -21,10 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from srm import clients
 from srm.config.model import Flow, SrmConfig
-from srm.control_lists import ControlReader
 from srm.errors import ClusterUnreachableError, LastingFaultError
+from srm.kafka import clients
+from srm.kafka.control_lists import ControlReader
+from srm.kafka.topics import list_offsets, partition_counts
 from srm.replication.accounting import Phases
 from srm.replication.batch import ACCOUNTING_CLOSE_S, BatchRunner
 from srm.replication.job import OPEN_END, CopyRange, Lease, split_faults
@@ -32,7 +33,6 @@ from srm.replication.outage import Outage
 from srm.replication.ownership import FlowOwner
 from srm.replication.resident import run_lease
 from srm.replication.selector import TopicSelector
-from srm.topics import list_offsets, partition_counts
 
 log = logging.getLogger("srm.replicate")
 WATCH_EVERY_S = 1.0  # how often the driver looks for changes while a lease runs

@@ -36,12 +36,12 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, InvariantError, RecordFormatError, SrmError
-from srm.internal_topics import OWNERS_TOPIC
+from srm.kafka import clients
+from srm.kafka.internal_topics import OWNERS_TOPIC
+from srm.kafka.topics import assign_partitions, read_to_end
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
-from srm.topics import assign_partitions, read_to_end
 
 log = logging.getLogger("srm.replicate")
 

@@ -24,16 +24,16 @@ import logging
 import os
 from datetime import datetime
 
-from srm import clients
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
-from srm.control_lists import ControlReader
 from srm.errors import ClusterUnreachableError, InvariantError
+from srm.kafka import clients
+from srm.kafka.control_lists import ControlReader
+from srm.kafka.topics import list_offsets, offsets_for_time, partition_counts, topic_ids
 from srm.replication import offsets as plan
 from srm.replication.job import CopyRange
 from srm.replication.progress import read_flow_progress
 from srm.replication.selector import TopicSelector
-from srm.topics import list_offsets, offsets_for_time, partition_counts, topic_ids
 
 log = logging.getLogger(__name__)
 

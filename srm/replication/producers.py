@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
-from srm import clients
+from srm.kafka import clients
 from srm.replication.clientcache import ClientCache
 
 log = logging.getLogger(__name__)
@@ -46,12 +46,12 @@ class RoutedProducer(NamedTuple):
     transactional_id: str
 
     def close(self) -> None:
-        """Within a bounded time whatever the target does (srm.clients.close_producer)."""
+        """Within a bounded time whatever the target does (srm.kafka.clients.close_producer)."""
         self.router.sink = None
         clients.close_producer(self.producer)
 
     def abandon(self) -> None:
-        """The producer failed: dropped without waiting for the target (srm.clients.abandon_producer)."""
+        """The producer failed: dropped without waiting for the target (srm.kafka.clients.abandon_producer)."""
         self.router.sink = None
         clients.abandon_producer(self.producer)
 

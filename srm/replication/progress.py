@@ -1,7 +1,7 @@
 """Replication progress: where the copy of each source partition stands, stored on the target.
 
 Progress is a record per source partition in the compacted topic ``srm-offsets.<source>.internal``
-on the target (:class:`srm.records.ProgressRecord`), written in the same Kafka transaction as the
+on the target (:class:`srm.mm2.records.ProgressRecord`), written in the same Kafka transaction as the
 records it counts, so the target can never hold records its progress does not count, or count
 records it does not hold. Its offset is the next *source* offset to copy; it carries the source
 topic id, which changes when a topic is recreated. It is read read_committed past its last
@@ -34,10 +34,10 @@ from typing import Any
 
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError
-from srm.internal_topics import history_topic_name, progress_topic_name
-from srm.records import OffsetRunsRecord, ProgressRecord, is_opener
-from srm.retry import retrying
-from srm.topics import list_offsets, read_to_end
+from srm.kafka.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka.retry import retrying
+from srm.kafka.topics import list_offsets, read_to_end
+from srm.mm2.records import OffsetRunsRecord, ProgressRecord, is_opener
 
 log = logging.getLogger(__name__)
 Key = tuple[str, int]  # source topic, partition
@@ -63,7 +63,7 @@ def read_progress(
     """The progress of ``partitions`` (source topic, partition) in the progress topic (and the
     history it journals to); a partition without any is missing. ``consumer``: a read_committed
     consumer of the target with ``enable.partition.eof``; ``admin``: an admin client of the target.
-    ``on_held``: called once when a transaction left open holds the read (:func:`srm.topics.read_to_end`)."""
+    ``on_held``: called once when a transaction left open holds the read (:func:`srm.kafka.topics.read_to_end`)."""
     if not partitions:
         return {}
     wanted = set(partitions)
@@ -120,7 +120,7 @@ def _journal(
     start = min(journal.values())
     low = list_offsets(admin, [(topic, 0)], "earliest")[(topic, 0)]
     until = _ends(admin, topic)
-    # Kept a week (srm.internal_topics): a flow stopped that long right after a crash; or deleted
+    # Kept a week (srm.kafka.internal_topics): a flow stopped that long right after a crash; or deleted
     # and created again since the progress record named it (its offsets started over).
     gone = sorted(key for key, at in journal.items() if at < low or at > until[0])
     if gone:
@@ -150,7 +150,7 @@ def read_flow_progress(
 ) -> dict[Key, Progress]:
     """``read_progress`` with a consumer of its own (driver side); ``admin``: the caller's admin
     client of ``cluster``, else one of its own."""
-    from srm import clients
+    from srm.kafka import clients
 
     consumer = clients.reader(cluster, progress_group(flow.source))
     try:

@@ -134,6 +134,6 @@ class FlowQuery(threading.Thread):
 
 def query_error(exc: BaseException) -> SrmError:
     """What a failed query reports: the project's own error as raised, else the error it carried."""
-    from srm.sparkapp import user_error
+    from srm.spark.failures import user_error
 
     return exc if isinstance(exc, SrmError) else user_error(exc)

@@ -1,7 +1,7 @@
 """Remote topics on the target: created before data flows, grown with the source, never misused.
 
 A remote topic is created with the source's partition count and copied configs (see
-:mod:`srm.topic_configs`), its replication factor capped at the target's broker count. When the
+:mod:`srm.mm2.topic_configs`), its replication factor capped at the target's broker count. When the
 source grows, a remote topic this flow writes to grows too. A topic that already exists on the
 target, that this flow has never written to, and that has fewer partitions or another
 cleanup.policy than the source stops the flow: partition p is only ever written to partition p,
@@ -16,10 +16,8 @@ from typing import Any
 
 from srm.config.model import Cluster, Flow
 from srm.errors import DataLossError, TopicConflictError
-from srm.internal_topics import capped_replication_factor
-from srm.replication.progress import Progress, read_flow_progress
-from srm.topic_configs import configs_to_copy
-from srm.topics import (
+from srm.kafka.internal_topics import capped_replication_factor
+from srm.kafka.topics import (
     NewTopicSpec,
     await_served,
     cluster_metadata,
@@ -28,6 +26,8 @@ from srm.topics import (
     describe_topic_configs,
     ensure_topics,
 )
+from srm.mm2.topic_configs import configs_to_copy
+from srm.replication.progress import Progress, read_flow_progress
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class RemoteTopics:
     def ensure(self, wanted: dict[str, int]) -> None:
         """Make the remote topic of every source topic in ``wanted`` (name -> partitions) ready: it
         exists, has the partitions, and the leaders of those created here hold them (see
-        :func:`srm.topics.await_served`: a write in between is refused for good)."""
+        :func:`srm.kafka.topics.await_served`: a write in between is refused for good)."""
         self._ensure(wanted)
         if self.unserved:
             await_served(self.target_admin, sorted(self.unserved))  # ClusterUnreachableError: the next call waits again
@@ -114,7 +114,7 @@ class RemoteTopics:
 
     def _create(self, missing: dict[str, int], brokers: int) -> None:
         """Create the remote topics of ``missing`` (source topic -> partitions) with the source
-        topics' configs, in as few requests as the topics allow (srm.topics.BATCH to a request)."""
+        topics' configs, in as few requests as the topics allow (srm.kafka.topics.BATCH to a request)."""
         if not missing:
             return
         s = self.flow.settings

@@ -29,8 +29,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from srm import clients
 from srm.errors import InvariantError, LastingFaultError, SrmError
+from srm.kafka import clients
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
 from srm.replication.job import CopyJob, Lease, PartitionResult, fault_payload
 from srm.replication.outage import trim_heap

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from srm.config.filters import NameFilter, should_replicate_topic
 from srm.config.model import Flow
-from srm.filters import NameFilter, should_replicate_topic
 
 SELECTOR_CACHE = 1 << 16  # topic names whose answer is kept
 

@@ -12,11 +12,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from srm import clients
 from srm.errors import SrmError
+from srm.kafka import clients
+from srm.kafka.topics import list_offsets, partition_leaders
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
-from srm.topics import list_offsets, partition_leaders
 
 log = logging.getLogger(__name__)
 

@@ -34,10 +34,10 @@ from typing import Any, TypeVar
 
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
-from srm import clients
 from srm.errors import ReplicationError, SrmError
-from srm.internal_topics import status_topic_name
-from srm.records import ProgressRecord
+from srm.kafka import clients
+from srm.kafka.internal_topics import status_topic_name
+from srm.mm2.records import ProgressRecord
 from srm.replication.clientcache import ClientCache
 from srm.replication.deliveries import Deliveries, TransactionAborted, failed_transaction
 from srm.replication.history_records import HistoryRecords

@@ -27,15 +27,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from srm.airflow.defaults import dag_id
+from srm.config.dag_ids import FAILOVER_DAG_ID, dag_id
 from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, SrmError, UsageError
 from srm.offsets.api import Direction, translate
 from srm.service import exposition, metrics
-from srm.service.monitor import ConfigSource, Monitor, Snapshot, iso, issue_text, redact
+from srm.service.monitor import ConfigSource, Monitor
 from srm.service.series import MAX_SAMPLES, Window
+from srm.service.snapshot import Snapshot, iso, issue_text, redact
 from srm.service.topic_summary import topic_summary
-from srm.warehouse import Warehouse
+from srm.storage.warehouse import Warehouse
 
 DEFAULT_MINUTES = 60
 UI = FilePath(__file__).with_name("ui")  # the Replications page: static files that read only this API
@@ -135,9 +136,7 @@ def _failover_dag_reader() -> Callable[..., Any]:
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
     from airflow.api_fastapi.core_api.security import requires_access_dag
 
-    from srm.airflow.failover_dag import DAG_ID
-
-    return requires_access_dag("GET", DagAccessEntity.RUN, param_dag_id=DAG_ID)
+    return requires_access_dag("GET", DagAccessEntity.RUN, param_dag_id=FAILOVER_DAG_ID)
 
 
 async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -23,8 +23,8 @@ import math
 import time
 from collections.abc import Iterable, Iterator
 
-from srm.health import STATES
-from srm.service.monitor import FlowView, Snapshot
+from srm.operations.health import STATES
+from srm.service.snapshot import FlowView, Snapshot
 
 MM2_SOURCE = "kafka_connect_mirror_mirrorsourceconnector_"
 MM2_CHECKPOINT = "kafka_connect_mirror_mirrorcheckpointconnector_"

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from srm.config.model import Flow
 from srm.service.series import Combine, Window, in_hours, sample_arrays, summary
-from srm.warehouse import (
+from srm.storage.warehouse import (
     CHECKPOINT_METRICS,
     CHECKPOINTS_HOURLY,
     HOUR_MS,

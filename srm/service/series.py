@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from srm.warehouse import HOUR_MS
+from srm.storage.warehouse import HOUR_MS
 
 # How rows of one sample combine into its value:
 #   rate     - sum of values / sample seconds (records or bytes per second)

@@ -14,12 +14,12 @@ import logging
 import time
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import SrmError
-from srm.internal_topics import status_topic_name
+from srm.kafka import clients
+from srm.kafka.internal_topics import status_topic_name
+from srm.kafka.topics import read_to_end
 from srm.replication.status import LeaseStatus
-from srm.topics import read_to_end
 
 log = logging.getLogger(__name__)
 READ_S = 2.0  # a round's read of the statuses gives up after this long without a record

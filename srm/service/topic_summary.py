@@ -4,7 +4,7 @@ Bounded scans grouped by topic in Arrow: the whole hours of the window that the 
 already holds come from the hourly table (one row per partition and hour), only the rest (the
 window's first partial hour, and the hours after the rollup's watermark) from the raw table; both
 carry sums and weights, so the figures are the same either way. Lag is not here: the live lag per
-topic comes from Kafka with the flow's health (srm.health), as ``srm-control status`` shows it.
+topic comes from Kafka with the flow's health (srm.operations.health), as ``srm-control status`` shows it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from srm.config.model import Flow
 from srm.service.metrics import TABLES
 from srm.service.series import Window
-from srm.warehouse import HOUR_MS, METRICS, METRICS_HOURLY, Warehouse, in_window, rollup_app_id
+from srm.storage.warehouse import HOUR_MS, METRICS, METRICS_HOURLY, Warehouse, in_window, rollup_app_id
 
 # Per table: (records, bytes, latency, its weight, record age, its weight, time of the row).
 RAW = ("records", "bytes", "latency_avg_ms", "records", "record_age_avg_ms", "records", "finished_at")

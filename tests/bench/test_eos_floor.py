@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from srm import clients
 from srm.config import load_config
+from srm.kafka import clients
 from tests.bench.local import ROOT, run_on_local_clusters
 
 

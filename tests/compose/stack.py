@@ -19,8 +19,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from srm.compose import read_env, wait, write_env
-from srm.demo import DEMO_PARTITIONS, DEMO_RECORDS, DEMO_TOPIC
+from srm.devenv.compose import read_env, wait, write_env
+from srm.devenv.demo import DEMO_PARTITIONS, DEMO_RECORDS, DEMO_TOPIC
 from srm.paths import project_root
 
 ROOT = project_root()
@@ -182,7 +182,7 @@ def replicate_demo(stack: Stack) -> None:
         "airflow-scheduler",
         "python",
         "-c",
-        "from srm.config import load_config; from srm.demo import produce_demo_data; "
+        "from srm.config import load_config; from srm.devenv.demo import produce_demo_data; "
         "print(produce_demo_data(load_config().cluster('us-west')))",
     )
     assert produced.strip().splitlines()[-1] == str(DEMO_RECORDS)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from srm.compose import GENERATED, read_env, secret_problems, write_env
+from srm.devenv.compose import GENERATED, read_env, secret_problems, write_env
 from tests.compose.stack import COMPOSE_FILE, ENV_EXAMPLE, OFFLINE_FILE, ROOT, compose, run
 from tests.unit.test_alert_rules import promtool
 
@@ -112,7 +112,7 @@ def test_the_offline_override_runs_kafka_and_postgres_from_images_built_here() -
     assert services["prometheus"]["command"][0] == "--config.file=/etc/prometheus/prometheus.yml"
     for side in ("kafka-west", "kafka-east"):
         assert services[side]["image"] == "srm:latest"
-        assert services[side]["command"] == ["python", "-m", "srm.container", "kafka"]
+        assert services[side]["command"] == ["python", "-m", "srm.devenv.container", "kafka"]
         assert "kafka-ready" in services[side]["healthcheck"]["test"]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from srm.demo import DEMO_PARTITIONS, DEMO_TOPIC
+from srm.devenv.demo import DEMO_PARTITIONS, DEMO_TOPIC
 from srm.paths import project_root
 from tests.compose.stack import FLOW, PORTS, Stack, dag_parsed, replicate_demo, running, say, wait_for
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from srm.airflow.local import LocalAirflow
+from srm.devenv.airflow import LocalAirflow
 from srm.paths import project_root
 
 

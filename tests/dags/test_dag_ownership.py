@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srm import clients
-from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
-from srm.sparkapp import DRIVER_HEAP_FLOOR
-from srm.topics import ensure_topic
+from srm.devenv.airflow import LocalAirflow
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
+from srm.spark.submit import DRIVER_HEAP_FLOOR
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Job, Writer, exactly_once
 from tests.replication import make_env
@@ -61,7 +61,7 @@ def test_srm_control_run_takes_the_flow_over_from_the_airflow_run(
     assert f"flow {flow.name} was taken over by run {claim.group(1)} (srm-control run" in text
     assert "not retried" in text and "state=failed" in text
     submitted = re.search(r"Spark-Submit cmd: (.*)", text)
-    assert submitted and f"-Xms{DRIVER_HEAP_FLOOR}" in submitted[1]  # a continuous job's driver (srm.sparkapp)
+    assert submitted and f"-Xms{DRIVER_HEAP_FLOOR}" in submitted[1]  # a continuous job's driver (srm.spark.submit)
     copied = target_records(env, topic)
     wait_for(lambda: target_records(env, topic) > copied, 60, "the srm-control run copying")
     sent = writer.stop()

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from srm import clients
-from srm.airflow.local import DagRun, LocalAirflow
 from srm.config import SrmConfig
+from srm.devenv.airflow import DagRun, LocalAirflow
+from srm.kafka import clients
+from srm.kafka.topics import describe_config_values, ensure_topic, partition_counts, topic_replication_factors
 from srm.maintenance.internal import META_TOPIC, flow_topics
 from srm.offsets.checkpoint_store import read_checkpoints
-from srm.topics import describe_config_values, ensure_topic, partition_counts, topic_replication_factors
 from tests.checkpointing import active_member, commit, committed_on, read_from
 from tests.helpers import produce, read_all
 from tests.integration.test_replicate_copy import alter_topic
@@ -73,7 +73,7 @@ def test_replicate_checkpoints_and_failover(
     assert re.search(rf"flow {flow.name} batch \d+: \d+ record\(s\)", run.log)  # the job's batch lines
     submitted = re.search(r"Spark-Submit cmd: (.*)", run.log)
     assert submitted and "spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=" in submitted[1]
-    assert "-Xms" not in submitted[1]  # the heap floor is for continuous jobs only (srm.sparkapp)
+    assert "-Xms" not in submitted[1]  # the heap floor is for continuous jobs only (srm.spark.submit)
 
     # .checkpoints writes exact MM2 checkpoints and syncs the idle target group
     group = unique("af-billing")

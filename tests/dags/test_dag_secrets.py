@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from srm import clients
 from srm.airflow import callables
-from srm.airflow.local import LocalAirflow
 from srm.config.model import Flow
-from srm.topics import ensure_topic
+from srm.devenv.airflow import LocalAirflow
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from tests.airflow_api import PASSWORD, USER, ApiServer
 from tests.checkpointing import commit
 from tests.conftest import REFERENCE, SASL_PASSWORD, SASL_PASSWORD_ENV

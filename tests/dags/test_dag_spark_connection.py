@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.topics import ensure_topic
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from tests.conftest import free_ports
 from tests.dags.test_dag_runs import Airflow, ok, run_dag
 from tests.helpers import produce, srm_control

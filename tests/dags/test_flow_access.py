@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
+from srm.devenv.airflow import LocalAirflow
 from tests.airflow_api import ApiServer
 from tests.replication import Env, make_env
 

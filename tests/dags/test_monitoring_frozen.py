@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from srm import clients
-from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
-from srm.local import LocalClusters
-from srm.topics import ensure_topic
+from srm.devenv.airflow import LocalAirflow
+from srm.devenv.local import LocalClusters
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from tests.airflow_api import PASSWORD, USER, WAIT_S, ApiServer, log_in
 from tests.conftest import bootstrap, broker_pid
 from tests.replication import make_env

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
-from srm import clients
-from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
+from srm.devenv.airflow import LocalAirflow
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from srm.offsets.checkpointing import CheckpointPass
 from srm.paths import project_root
-from srm.topics import ensure_topic
 from tests.airflow_api import PASSWORD, USER, ApiServer
 from tests.checkpointing import commit
 from tests.conftest import free_ports

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from srm import clients
-from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
-from srm.heartbeats import emit
+from srm.devenv.airflow import LocalAirflow
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
+from srm.maintenance.heartbeats import emit
 from srm.offsets.checkpointing import CheckpointPass
-from srm.topics import ensure_topic
 from tests.airflow_api import PASSWORD, USER, WAIT_S, ApiServer, log_in, open_page
 from tests.checkpointing import commit
 from tests.helpers import produce, srm_control

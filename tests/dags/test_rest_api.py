@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from srm import clients
-from srm.airflow.local import LocalAirflow
 from srm.config import SrmConfig
-from srm.topics import ensure_topic
+from srm.devenv.airflow import LocalAirflow
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from tests.airflow_api import PASSWORD, ApiServer
 from tests.checkpointing import commit, read_from
 from tests.helpers import produce

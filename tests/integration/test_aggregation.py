@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srm import clients
 from srm.config import SrmConfig, load_config
 from srm.config.model import Cluster
-from srm.local import LocalClusters
-from srm.topics import ensure_topic, partition_counts
+from srm.devenv.local import LocalClusters
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic, partition_counts
 from tests.conftest import free_ports
 from tests.integration.test_replicate_continuous import wait_for
 from tests.jobs import Job, Writer

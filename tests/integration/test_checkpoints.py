@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
+from srm.mm2.records import Checkpoint
 from srm.offsets.api import Translator
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.checkpointing import CheckpointPass
 from srm.offsets.group_sync import sync_group_offsets
 from srm.offsets.groups import group_offsets
-from srm.records import Checkpoint
-from srm.topics import ensure_topic
-from srm.warehouse import CHECKPOINT_METRICS
+from srm.storage.warehouse import CHECKPOINT_METRICS
 from tests.checkpointing import commit, read_from
 from tests.helpers import produce
 from tests.integration.test_replicate_copy import alter_topic

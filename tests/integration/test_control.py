@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from srm import clients
 from srm.config import SrmConfig, load_config
-from srm.jvm import kafka_command
-from srm.local import LocalClusters
+from srm.devenv.jvm import kafka_command
+from srm.devenv.local import LocalClusters
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.checkpointing import CheckpointPass
-from srm.sparkapp import start_replication
-from srm.topics import ensure_topic
+from srm.replication.launch import start_replication
 from tests.checkpointing import active_member, commit, committed_on, read_from
 from tests.conftest import Run, free_ports
 from tests.helpers import produce

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka.topics import ensure_topic, topic_ids
 from srm.replication.clientcache import ClientCache
 from srm.replication.copier import CopyLoop, commit_or_rewind
 from srm.replication.job import OPEN_END, CopyJob, CopyRange, Lease
-from srm.topics import ensure_topic, topic_ids
 from tests.helpers import produce
 from tests.integration.test_progress_journal import flow_env
 from tests.integration.test_replicate_continuous import target_records

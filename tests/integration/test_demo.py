@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.demo import DEMO_PARTITIONS, DEMO_RECORDS, DEMO_TOPIC, produce_demo_data, show_clusters
+from srm.devenv.demo import DEMO_PARTITIONS, DEMO_RECORDS, DEMO_TOPIC, produce_demo_data, show_clusters
+from srm.kafka import clients
 from tests.helpers import read_all
 
 pytestmark = pytest.mark.integration

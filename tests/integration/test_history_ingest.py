@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.records import OffsetRunsRecord
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
+from srm.mm2.records import OffsetRunsRecord
 from srm.replication import history
 from srm.replication.history import HistoryIngest
-from srm.topics import ensure_topic
-from srm.warehouse import SYNC_HISTORY
+from srm.storage.warehouse import SYNC_HISTORY
 from tests.replication import make_env
 
 pytestmark = pytest.mark.integration

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka.topics import delete_records_before, ensure_topic, list_offsets
+from srm.mm2.records import ProgressRecord
 from srm.offsets.api import Translator
 from srm.offsets.history import load_history
 from srm.offsets.retention import HistoryPruner
-from srm.records import ProgressRecord
-from srm.topics import delete_records_before, ensure_topic, list_offsets
-from srm.warehouse import SYNC_HISTORY
+from srm.storage.warehouse import SYNC_HISTORY
 from tests.helpers import produce
 from tests.replication import make_env, replicate, sequenced
 

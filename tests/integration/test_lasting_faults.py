@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
+from srm.devenv.local import LocalClusters
 from srm.errors import DataLossError, LastingFaultError, ReplicationError
-from srm.local import LocalClusters
-from srm.sparkapp import start_replication
-from srm.topics import ensure_topic, list_offsets
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic, list_offsets
+from srm.replication.launch import start_replication
 from tests.conftest import bootstrap, broker_pid
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import target_records, wait_for
@@ -45,7 +45,7 @@ BOUND_MS = 20_000  # the flows' errors.retry.timeout here
 
 def newest_state(env: Env) -> str | None:
     """What the flow's run recorded last in the flow_states table (what the status shows from)."""
-    from srm.warehouse import FLOW_STATES
+    from srm.storage.warehouse import FLOW_STATES
 
     rows = env.warehouse.read(FLOW_STATES, flow=env.flow().name)
     return max(rows, key=lambda r: r["since"])["state"] if rows else None
@@ -197,7 +197,7 @@ def test_a_remote_topic_deleted_under_a_run_ends_it_then_the_flow_stops_or_goes_
     import pyarrow.compute as pc
 
     from srm.replication.progress import read_flow_progress
-    from srm.warehouse import DATA_LOSS, SYNC_HISTORY
+    from srm.storage.warehouse import DATA_LOSS, SYNC_HISTORY
 
     topic = unique("gone")
     # Records of a deleted topic fail as unknown, or time out (after the bound) and the target is asked.

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from srm import clients
-from srm.acls import acl_bindings, flow_grants
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from srm.offsets.checkpointing import CheckpointPass
-from srm.topics import ensure_topic
+from srm.operations.acls import acl_bindings, flow_grants
 from tests.checkpointing import commit, committed_on
 from tests.conftest import REFERENCE, SASL_PASSWORD
 from tests.helpers import produce

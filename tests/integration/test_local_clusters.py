@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig, parse_config
+from srm.devenv.local import LocalClusters, LocalKafka
 from srm.errors import LocalClusterError, PortInUseError
-from srm.local import LocalClusters, LocalKafka
-from srm.probe import broker_answers
-from srm.topics import ensure_topic, partition_counts
+from srm.kafka import clients
+from srm.kafka.probe import broker_answers
+from srm.kafka.topics import ensure_topic, partition_counts
 from tests.conftest import free_ports
 
 pytestmark = pytest.mark.integration

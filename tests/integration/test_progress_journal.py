@@ -16,21 +16,21 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
 from srm.config.model import Flow
-from srm.internal_topics import (
+from srm.kafka import clients
+from srm.kafka.internal_topics import (
     ensure_internal_topic,
     flow_internal_topics,
     history_topic,
     history_topic_name,
     progress_topic_name,
 )
-from srm.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
+from srm.kafka.topics import HELD_S, broker_count, ensure_topic, list_offsets, partition_counts
+from srm.mm2.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
 from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.ownership import copy_transactional_ids, fence_producers
 from srm.replication.progress import Progress, progress_group, read_flow_progress, read_progress
-from srm.topics import HELD_S, broker_count, ensure_topic, list_offsets, partition_counts
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import latest_progress, target_records, wait_for
 from tests.integration.test_replicate_failures import delete_records

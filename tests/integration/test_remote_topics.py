@@ -11,11 +11,11 @@ import pytest
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from srm import clients
 from srm.config import SrmConfig
 from srm.errors import ClusterUnreachableError
+from srm.kafka import clients
+from srm.kafka.topics import NewTopicSpec, await_served, ensure_topics
 from srm.replication.remote_topics import RemoteTopics
-from srm.topics import NewTopicSpec, await_served, ensure_topics
 from tests.replication import make_env
 
 TOPICS, PARTITIONS = 20, 100

@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.internal_topics import progress_topic_name
-from srm.records import ProgressRecord
+from srm.kafka import clients
+from srm.kafka.internal_topics import progress_topic_name
+from srm.kafka.topics import create_partitions, ensure_topic, partition_counts, read_to_end
+from srm.mm2.records import ProgressRecord
 from srm.replication.journal import PROGRESS_EVERY_S
+from srm.replication.launch import start_replication
 from srm.replication.lease import FIRST_LEASE_S
 from srm.service.exposition import render
 from srm.service.monitor import ConfigSource, Monitor
-from srm.sparkapp import start_replication
-from srm.topics import create_partitions, ensure_topic, partition_counts, read_to_end
-from srm.warehouse import METRICS
+from srm.storage.warehouse import METRICS
 from tests.helpers import produce
 from tests.jobs import Writer
 from tests.replication import Env, contents, count_records, make_env, sequenced

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.internal_topics import history_topic_name
-from srm.records import OffsetRunsRecord, OffsetSync, is_opener
-from srm.topics import describe_topic_configs, ensure_topic, read_to_end
-from srm.warehouse import METRICS, SYNC_HISTORY
+from srm.kafka import clients
+from srm.kafka.internal_topics import history_topic_name
+from srm.kafka.topics import describe_topic_configs, ensure_topic, read_to_end
+from srm.mm2.records import OffsetRunsRecord, OffsetSync, is_opener
+from srm.storage.warehouse import METRICS, SYNC_HISTORY
 from tests.helpers import produce, read_all
 from tests.replication import (
     Env,

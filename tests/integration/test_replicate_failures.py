@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from srm import clients
 from srm.config import SrmConfig, load_config
 from srm.errors import ClusterUnreachableError, DataLossError, ReplicationError, TopicConflictError
-from srm.topics import ensure_topic, partition_counts
-from srm.warehouse import DATA_LOSS, METRICS
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic, partition_counts
+from srm.storage.warehouse import DATA_LOSS, METRICS
 from tests.conftest import free_ports
 from tests.helpers import produce
 from tests.integration.test_replicate_copy import alter_topic
@@ -211,7 +211,7 @@ def test_existing_target_topic_with_fewer_partitions_stops_the_flow(
 def test_offset_syncs_on_the_target_are_written_in_the_transactions(
     spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
-    from srm.records import OffsetSync
+    from srm.mm2.records import OffsetSync
     from tests.helpers import read_all
 
     topic = unique("synctarget")

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.topics import ensure_topic
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Job, Writer, exactly_once, python_workers
 from tests.replication import make_env, replicate

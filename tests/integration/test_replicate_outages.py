@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.local import LocalClusters
+from srm.devenv.local import LocalClusters
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
+from srm.replication.launch import start_replication
 from srm.replication.progress import read_flow_progress
-from srm.sparkapp import start_replication
-from srm.topics import ensure_topic
 from tests.conftest import bootstrap, own_cluster
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import target_records, wait_for

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srm import clients
 from srm.config import SrmConfig
-from srm.topics import ensure_topic
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Job, Writer, exactly_once
 from tests.replication import Env, make_env
@@ -112,9 +112,9 @@ def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
     on either of them is aborted by the next claim, and neither can commit afterwards."""
     from confluent_kafka import KafkaException
 
-    from srm.internal_topics import ensure_internal_topic, owners_topic
+    from srm.kafka.internal_topics import ensure_internal_topic, owners_topic
+    from srm.kafka.topics import broker_count, read_to_end
     from srm.replication.ownership import FlowOwner, copy_transactional_ids
-    from srm.topics import broker_count, read_to_end
 
     topic = unique("own-fence")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 2}])

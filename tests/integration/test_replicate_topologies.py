@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
 from srm.config.model import Cluster
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic, partition_counts
 from srm.offsets.checkpointing import CheckpointPass
-from srm.topics import ensure_topic, partition_counts
 from tests.checkpointing import commit, committed_on, read_from
 from tests.conftest import Run
 from tests.helpers import produce

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError
-from srm.records import Checkpoint, Heartbeat, OffsetSync
-from srm.topics import ensure_topic, read_to_end
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic, read_to_end
+from srm.mm2.records import Checkpoint, Heartbeat, OffsetSync
 from tests.helpers import produce, read_all
 
 pytestmark = pytest.mark.integration

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from srm import clients
-from srm.acls import acl_bindings, flow_grants
 from srm.config.model import Cluster
 from srm.errors import ClusterUnreachableError
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
+from srm.operations.acls import acl_bindings, flow_grants
 from srm.replication.deliveries import FLUSH_TIMEOUT_S
-from srm.sparkapp import start_replication
-from srm.topics import ensure_topic
-from srm.warehouse import FLOW_STATES, METRICS, TASK_FAILURES
+from srm.replication.launch import start_replication
+from srm.storage.warehouse import FLOW_STATES, METRICS, TASK_FAILURES
 from tests.conftest import REFERENCE, SASL_PASSWORD
 from tests.helpers import spark_defaults
 from tests.integration.test_least_privilege import grant, revoke

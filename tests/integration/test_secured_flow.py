@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from srm import clients
 from srm.airflow import callables
 from srm.errors import SrmError
+from srm.kafka import clients
+from srm.kafka.topics import describe_topic_configs, ensure_topic
 from srm.offsets.checkpointing import CheckpointPass
-from srm.topics import describe_topic_configs, ensure_topic
 from tests.checkpointing import commit, committed_on, read_from
 from tests.conftest import Run
 from tests.helpers import produce

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from srm import clients
 from srm.config import SrmConfig
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from srm.paths import project_root
-from srm.topics import ensure_topic
 from tests.checkpointing import commit, read_from
 from tests.helpers import produce
 from tests.helpers import srm_control as run

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from bench.mm2 import mm2_properties as base_properties
-from srm import clients
 from srm.config import SrmConfig
-from srm.jvm import kafka_command
+from srm.devenv.jvm import kafka_command
+from srm.kafka import clients
+from srm.kafka.topics import ensure_topic
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.checkpointing import CheckpointPass
-from srm.topics import ensure_topic
 from tests.checkpointing import commit, read_from
 from tests.conftest import Run
 from tests.helpers import produce
@@ -75,7 +75,7 @@ def wait_for(what: str, done: Callable[[], bool], process: subprocess.Popen[byte
 def test_a_flow_takes_over_from_mirrormaker2_without_copying_twice_or_skipping(
     spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], cli: Run
 ) -> None:
-    from srm import takeover
+    from srm.operations import takeover
 
     topic, group = unique("mm2-orders"), unique("mm2-billing")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])

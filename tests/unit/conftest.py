@@ -10,5 +10,5 @@ import pytest
 @pytest.fixture
 def no_jvm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Build Kafka command lines without Java or the jars (``make test-unit`` installs neither)."""
-    monkeypatch.setattr("srm.jvm.java_binary", lambda: "java")
-    monkeypatch.setattr("srm.jvm.kafka_jars", lambda: tmp_path / "jars")
+    monkeypatch.setattr("srm.devenv.jvm.java_binary", lambda: "java")
+    monkeypatch.setattr("srm.devenv.jvm.kafka_jars", lambda: tmp_path / "jars")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from srm.acls import acl_bindings, flow_grants, name_patterns
 from srm.config import SrmConfig, parse_config
 from srm.control.cli import main
+from srm.operations.acls import acl_bindings, flow_grants, name_patterns
 
 CLUSTERS = """
 clusters:

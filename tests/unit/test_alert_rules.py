@@ -22,10 +22,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from srm.config.model import Flow
 from srm.config.settings import FlowSettings
-from srm.health import FlowHealth
+from srm.operations.health import FlowHealth
 from srm.paths import project_root
 from srm.service.exposition import render
-from srm.service.monitor import BrokenFlow, ClusterState, Copied, FlowView, PartitionFigures, Snapshot
+from srm.service.snapshot import BrokenFlow, ClusterState, Copied, FlowView, PartitionFigures, Snapshot
 
 RULES = project_root() / "conf" / "prometheus" / "srm-alerts.yaml"
 RULE_TESTS = project_root() / "conf" / "prometheus" / "srm-alerts.test.yaml"

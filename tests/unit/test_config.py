@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from srm.clients import client_settings
 from srm.config import FlowSettings, SrmConfig, load_config, parse_config
 from srm.config.summary import summary_json, summary_lines
 from srm.errors import NotConfiguredError, SrmError
+from srm.kafka.clients import client_settings
 
 ROOT = Path(__file__).parents[2]
 TWO = """
@@ -342,7 +342,7 @@ def test_flow_settings_alone_validate_cross_field_rules() -> None:
 
 
 def test_a_rotated_file_secret_changes_the_clusters_settings_digest_which_never_holds_it(tmp_path: Path) -> None:
-    from srm.clients import settings_digest
+    from srm.kafka.clients import settings_digest
 
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("b.password = 0a1b2c\n")  # hex, as a digest is: it could show in one
@@ -358,7 +358,7 @@ def test_a_rotated_file_secret_changes_the_clusters_settings_digest_which_never_
 def test_a_settings_watch_names_the_clusters_whose_settings_resolve_differently_since_the_last_look(
     tmp_path: Path,
 ) -> None:
-    from srm.clients import SettingsWatch
+    from srm.kafka.clients import SettingsWatch
 
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("b.password = before\n")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from srm.container import BrokerEnvError, kafka, server_properties
+from srm.devenv.container import BrokerEnvError, kafka, server_properties
 
 ENV = {
     "KAFKA_NODE_ID": "1",

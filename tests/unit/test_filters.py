@@ -6,8 +6,8 @@ import pytest
 
 from include.policies import DefaultReplicationPolicy, IdentityReplicationPolicy
 from srm.config import FlowSettings
+from srm.config.filters import NameFilter, is_cycle, should_replicate_group, should_replicate_topic
 from srm.config.settings import DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS_EXCLUDE
-from srm.filters import NameFilter, is_cycle, should_replicate_group, should_replicate_topic
 
 ALL = NameFilter((".*",))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from srm.health import assess
+from srm.operations.health import assess
 from srm.replication.flow_state import FlowStates
-from srm.warehouse import FLOW_STATES, Warehouse
+from srm.storage.warehouse import FLOW_STATES, Warehouse
 
 
 def test_waiting_is_recorded_once_per_change_and_read_back_as_the_flows_state(tmp_path: Path) -> None:

@@ -1,11 +1,11 @@
-"""A flow's state from its facts (srm/health.py): paused, failed, running, stalled, with reason and since."""
+"""A flow's state from its facts (srm/operations/health.py): paused, failed, running, stalled, with reason and since."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from srm.health import ALIVE_S, assess
+from srm.operations.health import ALIVE_S, assess
 
 NOW = 1_800_000_000_000
 DAG = "us-west_to_us-east.replicate"

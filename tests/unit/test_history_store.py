@@ -17,7 +17,7 @@ from srm.offsets.retention import kept_rows
 from srm.offsets.translate import PartitionHistory, to_source, to_target
 from srm.replication.history import SORT_ORDER
 from srm.replication.runs import OffsetRun
-from srm.warehouse import SYNC_HISTORY, Warehouse, _schemas
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse, _schemas
 
 FLOW = "west->east"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -158,7 +158,7 @@ def test_the_history_table_keeps_its_commit_log_half_an_hour_and_older_tables_ar
 ) -> None:
     from deltalake import DeltaTable
 
-    from srm.warehouse import CONFIGURATION, apply_configuration
+    from srm.storage.warehouse import CONFIGURATION, apply_configuration
 
     warehouse = Warehouse(tmp_path / "new")
     append(warehouse, transactions("orders", 0, 10, 10), 1)

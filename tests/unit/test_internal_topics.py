@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from srm import internal_topics
 from srm.errors import SrmError, TopicConflictError
-from srm.internal_topics import InternalTopic, check_internal_topic
+from srm.kafka import internal_topics
+from srm.kafka.internal_topics import InternalTopic, check_internal_topic
 
 OWNERS = InternalTopic("srm-owners.internal", "east", "compact", 1, 1)
 

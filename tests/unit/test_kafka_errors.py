@@ -9,8 +9,8 @@ from confluent_kafka import KafkaError
 from pydantic import SecretStr
 
 from srm.config.model import Cluster
+from srm.devenv.local_security import BrokerSecurity
 from srm.errors import RemoteTopicGoneError
-from srm.local_security import BrokerSecurity
 from srm.replication.kafka_errors import read_error, write_error
 
 SCRAM = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "replicator"}

@@ -14,7 +14,7 @@ from srm.config.model import Flow
 from srm.replication.job import CopyRange, PartitionResult
 from srm.replication.partition_state import PartitionState
 from srm.replication.status import STATS, LeaseStatus, StatusWriter
-from srm.service.monitor import ConfigSource, Monitor
+from srm.service.copied import FlowCopies
 from srm.service.statuses import StatusTail
 from tests.helpers import offline_config
 
@@ -84,18 +84,18 @@ def lease_row(records: int, started_ms: int, finished_ms: int) -> dict[str, Any]
     }
 
 
-def test_the_monitor_counts_a_running_lease_from_its_status_until_its_row_comes(tmp_path: Path) -> None:
+def test_a_running_lease_is_counted_from_its_status_until_its_row_comes(tmp_path: Path) -> None:
     flow: Flow = load_config(offline_config(tmp_path)).enabled_flows()[0]
-    monitor = Monitor(ConfigSource(tmp_path / "srm.yaml"))
+    copies = FlowCopies(flow)
     first = LeaseStatus.of(state(0, records=40), at_ms=STARTED_MS + 10_000)
-    monitor._statuses[flow.name] = Tail([first])
-    [copied], shown = monitor._count(flow, [], None, None)
+    tail = copies._tail = Tail([first])
+    [copied], shown = copies.count([], None, None)
     assert copied.records == 40 and shown == [first]  # no row yet: the status counts
     # The lease ended with 50 records (its row), the next one copied 7 so far.
     after = LeaseStatus.of(state(0, records=7, started_ms=STARTED_MS + 30_000), at_ms=STARTED_MS + 34_000)
-    monitor._statuses[flow.name]._leases[("orders", 0)][after.started_ms] = after
+    tail._leases[("orders", 0)][after.started_ms] = after
     row = lease_row(50, STARTED_MS, STARTED_MS + 30_000)
-    [copied], shown = monitor._count(flow, [row], None, None)
+    [copied], shown = copies.count([row], None, None)
     assert copied.records == 57 and shown == [after]  # the row replaces the first lease's status
-    [copied], _ = monitor._count(flow, [row], None, None)
+    [copied], _ = copies.count([row], None, None)
     assert copied.records == 57  # the same row again is not counted twice

@@ -11,8 +11,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from srm.config.model import Cluster, LocalBroker
+from srm.devenv.local import LocalKafka, new_cluster_id, port_in_use
 from srm.errors import LocalClusterError
-from srm.local import LocalKafka, new_cluster_id, port_in_use
 
 
 def test_server_properties_for_a_single_node_kraft_broker(tmp_path: Path) -> None:

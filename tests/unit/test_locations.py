@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from srm import locations
-from srm.warehouse import Warehouse
+from srm.storage import locations
+from srm.storage.warehouse import Warehouse
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from srm.config import SrmConfig, parse_config
-from srm.heartbeats import heartbeat_pairs
 from srm.maintenance.acl_sync import Acl, mirrored
 from srm.maintenance.config_sync import ConfigChange, config_changes
+from srm.maintenance.heartbeats import heartbeat_pairs
 from srm.maintenance.meta import meta_record
-from srm.topic_configs import ConfigValue
+from srm.mm2.topic_configs import ConfigValue
 
 CONFIG = """\
 clusters:

@@ -23,7 +23,7 @@ from srm.maintenance.compaction import maintain
 from srm.maintenance.metrics_rollup import GRACE_MARGIN_S, roll_up
 from srm.service import metrics
 from srm.service.series import Window
-from srm.warehouse import (
+from srm.storage.warehouse import (
     CHECKPOINT_METRICS,
     CHECKPOINTS_HOURLY,
     HOUR_MS,

@@ -12,18 +12,10 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from srm.config import load_config
-from srm.health import FlowHealth
+from srm.operations.health import FlowHealth
 from srm.service.exposition import render
-from srm.service.monitor import (
-    ClusterState,
-    ConfigSource,
-    Copied,
-    FlowView,
-    Monitor,
-    PartitionFigures,
-    Snapshot,
-    redact,
-)
+from srm.service.monitor import ConfigSource, Monitor
+from srm.service.snapshot import ClusterState, Copied, FlowView, PartitionFigures, Snapshot, redact
 from tests.helpers import offline_config
 
 NOW_MS = int(time.time() * 1000)

@@ -11,7 +11,7 @@ from srm.replication import offsets as plan
 from srm.replication.job import OPEN_END, CopyRange, PartitionResult
 from srm.replication.ownership import Ownership, copy_transactional_ids, owner_transactional_id, taken_over
 from srm.replication.partition_state import PartitionState
-from srm.sparkapp import local_master
+from srm.spark.session import local_master
 
 CONFIG = """\
 clusters:
@@ -109,7 +109,7 @@ def test_a_local_master_has_a_task_thread_for_every_slot(monkeypatch: pytest.Mon
 
 
 def test_progress_record_round_trips_with_its_layout() -> None:
-    from srm.records import ProgressRecord
+    from srm.mm2.records import ProgressRecord
 
     record = ProgressRecord("orders", 3, "AbC", 120)
     assert record.key().hex() == "00066f7264657273" + "00000003"
@@ -118,7 +118,7 @@ def test_progress_record_round_trips_with_its_layout() -> None:
 
 
 def test_journaled_progress_record_carries_the_history_offset_after_the_plain_layout() -> None:
-    from srm.records import ProgressRecord
+    from srm.mm2.records import ProgressRecord
 
     plain = ProgressRecord("orders", 3, "AbC", 120)
     journaled = ProgressRecord("orders", 3, "AbC", 120, history_from=7)
@@ -130,7 +130,7 @@ def test_journaled_progress_record_carries_the_history_offset_after_the_plain_la
 
 def test_progress_record_with_a_negative_history_offset_is_refused() -> None:
     from srm.errors import RecordFormatError
-    from srm.records import ProgressRecord
+    from srm.mm2.records import ProgressRecord
 
     plain = ProgressRecord("orders", 3, "AbC", 120)
     with pytest.raises(RecordFormatError, match="negative history offset -5"):

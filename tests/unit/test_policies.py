@@ -12,8 +12,8 @@ from include.policies import (
     load_policy,
 )
 from srm.config import parse_config
-from srm.control_lists import CONTROL_TOPIC
-from srm.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka.control_lists import CONTROL_TOPIC
+from srm.kafka.internal_topics import history_topic_name, progress_topic_name
 from srm.maintenance.internal import flow_topics
 
 DEFAULT = DefaultReplicationPolicy()

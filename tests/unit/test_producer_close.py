@@ -7,7 +7,7 @@ import time
 
 from confluent_kafka import Producer
 
-from srm import clients
+from srm.kafka import clients
 from tests.conftest import free_ports
 
 

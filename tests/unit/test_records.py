@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from srm.errors import RecordFormatError
-from srm.records import RUNS_PER_RECORD, Checkpoint, Heartbeat, OffsetRunsRecord, OffsetSync, RecordLocation
+from srm.mm2.records import RUNS_PER_RECORD, Checkpoint, Heartbeat, OffsetRunsRecord, OffsetSync, RecordLocation
 
 
 def hx(text: str) -> bytes:

@@ -7,12 +7,12 @@ import random
 import pytest
 
 from srm.errors import DataLossError, ReplicationError
-from srm.records import OffsetRunsRecord
+from srm.mm2.records import OffsetRunsRecord
+from srm.mm2.topic_configs import ConfigValue, configs_to_copy
 from srm.replication import offsets as plan
 from srm.replication.runs import OffsetRun, RunTracker, SyncPacer
 from srm.replication.stats import LatencyStats
-from srm.sparkapp import user_error
-from srm.topic_configs import ConfigValue, configs_to_copy
+from srm.spark.failures import user_error
 
 
 def runs_of(pairs: list[tuple[int, int]]) -> list[tuple[int, int, int]]:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from srm.replication import resident
+from srm.replication.launch import ReplicationRun
 from srm.replication.resident import ResidentCopier, freeze_heap
-from srm.sparkapp import ReplicationRun
 from tests.unit.test_ownership import flow
 
 

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from srm.config.model import Cluster
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.retry import needs, retrying
+from srm.kafka.retry import needs, retrying
 
 
 def failing(errors: list[int], result: str = "ok") -> tuple[list[int], Callable[[], str]]:
@@ -60,8 +60,8 @@ def test_a_partition_without_its_leader_yet_is_retried() -> None:
 def test_every_error_name_matched_on_is_one_librdkafka_gives() -> None:
     """Error lists compare KafkaError.name(): a name librdkafka never gives (Kafka's own
     NOT_LEADER_OR_FOLLOWER, say) would never match, and the error would be handled as unknown."""
+    from srm.kafka.retry import RETRIABLE
     from srm.replication import deliveries, kafka_errors
-    from srm.retry import RETRIABLE
 
     given = {KafkaError(code).name() for name, code in vars(KafkaError).items() if isinstance(code, int)}
     lists = [RETRIABLE, deliveries.TRANSIENT, deliveries.PURGED, kafka_errors.KNOWN_WRITE_ERRORS]
@@ -78,7 +78,7 @@ def test_other_errors_fail_at_once_naming_the_call() -> None:
 
 
 def test_a_denied_admin_call_names_the_principal_the_operation_and_the_resource() -> None:
-    from srm.clients import admin_client
+    from srm.kafka.clients import admin_client
 
     scram = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "mirror"}
     scram |= {"sasl.password": SecretStr("not-used")}
@@ -112,7 +112,7 @@ def test_the_unreachable_error_carries_the_alias_of_the_cluster_called() -> None
 
 
 def test_reading_an_internal_topic_without_its_acl_fails_at_once_naming_it() -> None:
-    from srm.topics import read_to_end
+    from srm.kafka.topics import read_to_end
 
     class Denied:  # what librdkafka hands a consumer whose principal may not read the topic
         def error(self) -> KafkaError:

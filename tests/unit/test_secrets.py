@@ -211,7 +211,7 @@ def test_airflow_masks_what_a_reference_resolves_to(monkeypatch: pytest.MonkeyPa
     import sys
     import types
 
-    from srm.clients import client_settings
+    from srm.kafka.clients import client_settings
 
     masked: dict[str, str] = {}
     log = types.ModuleType("airflow.sdk.log")

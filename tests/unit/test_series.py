@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from srm.service.series import MAX_SAMPLES, Window, in_hours, sample, summary
-from srm.warehouse import HOUR_MS
+from srm.storage.warehouse import HOUR_MS
 
 WINDOW = Window(start_ms=0, end_ms=60_000, samples=3)  # three samples of 20 s
 

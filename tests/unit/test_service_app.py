@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from srm.config import load_config
 from srm.service.app import create_app
-from srm.warehouse import METRICS, Warehouse
+from srm.storage.warehouse import METRICS, Warehouse
 from tests.helpers import offline_config
 
 
@@ -253,7 +253,7 @@ def test_a_metrics_table_written_before_the_aborted_column_takes_it_at_the_next_
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
 
-    from srm.warehouse import _schemas
+    from srm.storage.warehouse import _schemas
 
     warehouse = Warehouse(tmp_path / "warehouse")
     schema = _schemas()[METRICS]

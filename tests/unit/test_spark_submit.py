@@ -11,20 +11,11 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from srm import job_archive
 from srm.config.model import Cluster
 from srm.errors import SrmError
-from srm.sparkapp import (
-    AUTH_SECRET_ENV,
-    DRIVER_HEAP_FLOOR,
-    check_master,
-    is_local,
-    job_conf,
-    secrets_conf,
-    shipped_config,
-    spark_submit_command,
-    submit_environment,
-)
+from srm.spark import job_archive
+from srm.spark.session import AUTH_SECRET_ENV, check_master, is_local, job_conf, secrets_conf, shipped_config
+from srm.spark.submit import DRIVER_HEAP_FLOOR, spark_submit_command, submit_environment
 
 
 @pytest.mark.parametrize("master", [None, "local", "local[*]", "local[2]", "local[*, 4]", "local[4,2]"])

@@ -8,7 +8,7 @@ import pytest
 
 from srm.config import load_config
 from srm.errors import NotConfiguredError
-from srm.takeover import connect_partition, offsets_topic, pair
+from srm.operations.takeover import connect_partition, offsets_topic, pair
 from tests.helpers import offline_config
 
 

@@ -1,4 +1,4 @@
-"""Topic creation and config reads in batches: a request per srm.topics.BATCH topics, not a round
+"""Topic creation and config reads in batches: a request per srm.kafka.topics.BATCH topics, not a round
 trip per topic, and a failure still names its topic and the ACL it needs."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from srm.errors import SrmError
-from srm.topics import BATCH, NewTopicSpec, describe_configs_of, ensure_topics
+from srm.kafka.topics import BATCH, NewTopicSpec, describe_configs_of, ensure_topics
 
 
 def done(value: Any = None, error: KafkaError | None = None) -> Future[Any]:

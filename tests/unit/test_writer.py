@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from srm.records import OffsetRunsRecord, ProgressRecord, is_opener
+from srm.mm2.records import OffsetRunsRecord, ProgressRecord, is_opener
 from srm.replication.deliveries import TransactionAborted
 from srm.replication.job import OPEN_END, CopyJob, CopyRange, Lease, PartitionResult
 from srm.replication.partition_state import PartitionState

@@ -34,15 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from srm import clients
 from srm.config.model import Flow, SrmConfig
 from srm.config.properties import parse_properties
 from srm.errors import NotConfiguredError, SrmError
-from srm.internal_topics import ensure_internal_topic, flow_internal_topics, history_topic_name, progress_topic_name
-from srm.records import OffsetRunsRecord, ProgressRecord
+from srm.kafka import clients
+from srm.kafka.internal_topics import (
+    ensure_internal_topic,
+    flow_internal_topics,
+    history_topic_name,
+    progress_topic_name,
+)
+from srm.kafka.topics import broker_count, list_offsets, partition_counts, read_to_end, topic_ids
+from srm.mm2.records import OffsetRunsRecord, ProgressRecord
 from srm.replication.kafka_errors import transactional_prefix
 from srm.replication.runs import OffsetRun, RunTracker
-from srm.topics import broker_count, list_offsets, partition_counts, read_to_end, topic_ids
 
 log = logging.getLogger(__name__)
 Key = tuple[str, int]  # source topic, partition

@@ -1,6 +1,6 @@
 """Topic administration on one cluster: creation, configs, offsets, ids, record counts.
 
-Every call resolves its futures, retries retriable errors (see :mod:`srm.retry`) and raises
+Every call resolves its futures, retries retriable errors (see :mod:`srm.kafka.retry`) and raises
 SrmError naming the topic otherwise.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.retry import acl_hint, is_retriable, needs, retrying
-from srm.topic_configs import ConfigValue
+from srm.kafka.retry import acl_hint, is_retriable, needs, retrying
+from srm.mm2.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
 BATCH = 500  # topics to one CreateTopics or DescribeConfigs request

@@ -15,15 +15,15 @@ import json
 import sys
 from pathlib import Path
 
-from srm import clients
-from srm.airflow.local import LocalAirflow
 from srm.config import load_config
 from srm.config.model import Cluster, Flow, SrmConfig
+from srm.devenv.airflow import LocalAirflow
 from srm.errors import SrmError
+from srm.kafka import clients
+from srm.kafka.topics import describe, ensure_topic, record_counts
 from srm.offsets.api import Translator
 from srm.offsets.groups import group_offsets
 from srm.paths import project_root
-from srm.topics import describe, ensure_topic, record_counts
 
 DEMO_TOPIC = "demo-orders"
 DEMO_PARTITIONS = 3

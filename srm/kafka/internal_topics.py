@@ -14,7 +14,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 
 from srm.config.model import Flow
 from srm.errors import InvariantError, SrmError, TopicConflictError
-from srm.topics import describe_topic_configs, ensure_topic, partition_counts, topic_replication_factors
+from srm.kafka.topics import describe_topic_configs, ensure_topic, partition_counts, topic_replication_factors
 
 log = logging.getLogger(__name__)
 VISIBLE_WAIT_S = 10.0  # a topic another client just created: until the brokers answer for it

@@ -40,7 +40,7 @@ RETRIABLE = (
 
 
 def needs(admin: Any, operation: str, resource: str) -> str:
-    """Who needs what for a call of ``admin`` (see ``srm.clients.admin_client``), for an ACL denial:
+    """Who needs what for a call of ``admin`` (see ``srm.kafka.clients.admin_client``), for an ACL denial:
     ``User:srm (clusters.east) needs CREATE on TOPIC 'us-west.orders'``."""
     principal = getattr(admin, "srm_principal", "the client's principal")
     return f"{principal} needs {operation} on {resource}"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from srm.config.model import Flow
-from srm.control_lists import CONTROL_TOPIC
-from srm.internal_topics import history_topic_name
+from srm.kafka.control_lists import CONTROL_TOPIC
+from srm.kafka.internal_topics import history_topic_name
 from srm.maintenance.internal import flow_topics
 from srm.replication.kafka_errors import transactional_prefix
 

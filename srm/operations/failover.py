@@ -14,15 +14,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from srm import clients
 from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, SrmError
+from srm.kafka import clients
+from srm.kafka.topics import list_offsets, partition_counts
 from srm.offsets.api import Translated, Translator
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import alter_group_offsets, describe_groups, group_offsets, list_groups
 from srm.replication.progress import read_flow_progress
 from srm.replication.selector import TopicSelector
-from srm.topics import list_offsets, partition_counts
 
 LAG_POLL_S = 1.0
 

@@ -20,16 +20,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster, Flow, SrmConfig
-from srm.control_lists import read_lists
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.heartbeats import freshness
+from srm.kafka import clients
+from srm.kafka.control_lists import read_lists
+from srm.kafka.topics import list_offsets, partition_counts, read_to_end
+from srm.maintenance.heartbeats import freshness
 from srm.replication.flow_state import FAILED, WAITING
 from srm.replication.progress import read_flow_progress
 from srm.replication.selector import TopicSelector
-from srm.topics import list_offsets, partition_counts, read_to_end
-from srm.warehouse import DATA_LOSS, FLOW_STATES, TASK_FAILURES, Warehouse
+from srm.storage.warehouse import DATA_LOSS, FLOW_STATES, TASK_FAILURES, Warehouse
 
 ALIVE_S = 120.0  # as the heartbeats DAG's stall sensor: a newer replicated heartbeat means running
 STATUS_READ_S = 10.0  # reading the newest records of an internal topic
@@ -131,7 +131,7 @@ def flow_health(
 ) -> FlowHealth:
     """The flow's state and figures. ``positions``: its partitions' positions when the caller read
     them already (flow_positions)."""
-    from srm.airflow.defaults import dag_id
+    from srm.config.dag_ids import dag_id
 
     access = access or ClusterAccess()
     health = FlowHealth(flow.name, flow.source, flow.target)

@@ -1,12 +1,12 @@
 """The docker-compose stack (docker-compose.yaml) from ``make compose-up``: its .env, and waiting for it.
 
-``python -m srm.compose env`` writes ``.env`` from ``.env.example`` with fresh random secrets when
-there is none (an existing one is never touched). ``python -m srm.compose check [--env-file F]``
-refuses secrets that protect nothing: missing, the example's placeholders, too short, a Fernet key
-that is none (``make compose-up`` and the stack's init run it). ``python -m srm.compose wait -- <compose command>``
-waits until every service of the stack is healthy (one-shot services: exited 0), showing which are
-not yet, then prints the UI's address and the login; a service that fails or stays unhealthy is
-named with the end of its log.
+``python -m srm.devenv.compose env`` writes ``.env`` from ``.env.example`` with fresh random secrets
+when there is none (an existing one is never touched). ``python -m srm.devenv.compose check
+[--env-file F]`` refuses secrets that protect nothing: missing, the example's placeholders, too short,
+a Fernet key that is none (``make compose-up`` and the stack's init run it).
+``python -m srm.devenv.compose wait -- <compose command>`` waits until every service of the stack is
+healthy (one-shot services: exited 0), showing which are not yet, then prints the UI's address and
+the login; a service that fails or stays unhealthy is named with the end of its log.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def _report(compose: list[str], services: list[ServiceState], what: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m srm.compose", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m srm.devenv.compose", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("env", help="write .env with fresh secrets from .env.example unless it exists")
     check = sub.add_parser("check", help="refuse missing, placeholder, short or malformed secrets")

@@ -21,9 +21,8 @@ from pathlib import Path
 import psutil
 
 from srm.config.model import Cluster, LocalBroker
-from srm.errors import LocalClusterError, PortInUseError
-from srm.jvm import kafka_command
-from srm.local_security import (
+from srm.devenv.jvm import kafka_command
+from srm.devenv.local_security import (
     CERTIFICATE_USER,
     SECURED_PROTOCOLS,
     BrokerSecurity,
@@ -31,7 +30,8 @@ from srm.local_security import (
     client_setting,
     write_private,
 )
-from srm.probe import broker_answers
+from srm.errors import LocalClusterError, PortInUseError
+from srm.kafka.probe import broker_answers
 
 # A broker on this machine starts in 2-5 s; JIT warm-up on a loaded 2-core machine can take
 # several times that, and formatting a fresh log dir adds a JVM start of its own.

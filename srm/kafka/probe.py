@@ -6,7 +6,7 @@ import logging
 import socket
 from typing import Any
 
-_quiet = logging.getLogger("srm.probe")
+_quiet = logging.getLogger("srm.kafka.probe")
 _quiet.addHandler(logging.NullHandler())
 _quiet.propagate = False
 

@@ -32,7 +32,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from srm import locations
+from srm.storage import locations
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def _schemas() -> dict[str, Any]:
 
 class Warehouse:
     def __init__(self, root: str | Path) -> None:
-        self.root = str(root)  # a path or a URI (srm.locations), handed to delta-rs as written
+        self.root = str(root)  # a path or a URI (srm.storage.locations), handed to delta-rs as written
 
     def path(self, table: str) -> str:
         return locations.join(self.root, table)

@@ -1,13 +1,13 @@
 """Entry points of the project image (Dockerfile) that take more than one command.
 
-``python -m srm.container kafka`` runs a KRaft broker configured the way Apache Kafka's own image
+``python -m srm.devenv.container kafka`` runs a KRaft broker configured the way Apache Kafka's own image
 (apache/kafka) is: every ``KAFKA_*`` variable is a server property (``KAFKA_LOG_DIRS`` ->
 ``log.dirs``; ``__`` stands for ``_`` and ``___`` for ``-``), ``CLUSTER_ID`` formats an empty log
 directory, ``KAFKA_HEAP_OPTS`` sizes the heap, and ``KAFKA_OPTS``, ``KAFKA_JVM_PERFORMANCE_OPTS``,
 ``KAFKA_GC_LOG_OPTS``, ``KAFKA_JMX_OPTS``, ``KAFKA_LOG4J_OPTS`` are JVM options, as in
 kafka-run-class.sh. docker-compose.yaml then runs either image with the
 same environment (conf/compose/offline.yaml swaps the image where no registry is reachable).
-``python -m srm.container kafka-ready HOST:PORT`` exits 0 when a broker there answers (a health check
+``python -m srm.devenv.container kafka-ready HOST:PORT`` exits 0 when a broker there answers (a health check
 that starts no JVM).
 """
 
@@ -21,8 +21,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from srm.jvm import kafka_command
-from srm.probe import broker_answers
+from srm.devenv.jvm import kafka_command
+from srm.kafka.probe import broker_answers
 
 # KAFKA_* variables that are JVM options (kafka-run-class.sh), not server properties
 JVM_OPTIONS = ("KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_JMX_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS")
@@ -84,7 +84,7 @@ def kafka(env: Mapping[str, str], workdir: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m srm.container", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m srm.devenv.container", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("kafka", help="run a KRaft broker from KAFKA_* variables (apache/kafka's convention)")
     ready = sub.add_parser("kafka-ready", help="exit 0 when the broker at HOST:PORT answers")

@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from srm import clients
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError, SrmError
-from srm.internal_topics import InternalTopic, ensure_internal_topic
-from srm.topics import broker_count, partition_counts, read_to_end
+from srm.kafka import clients
+from srm.kafka.internal_topics import InternalTopic, ensure_internal_topic
+from srm.kafka.topics import broker_count, partition_counts, read_to_end
 
 log = logging.getLogger(__name__)
 CONTROL_TOPIC = "srm-control.internal"

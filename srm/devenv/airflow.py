@@ -105,7 +105,7 @@ JOB_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ \w+ srm[\w.]*: (.*)$")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m srm.airflow.local standalone|env``: the Airflow UI on this machine, or its environment.
+    """``python -m srm.devenv.airflow standalone|env``: the Airflow UI on this machine, or its environment.
 
     ``standalone`` runs ``airflow standalone`` (scheduler, triggerer, DAG processor, API server on
     http://127.0.0.1:8080, everyone admin) for the DAGs of conf/srm.yaml or $SRM_CONFIG;
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from srm.config.loader import default_config_path
 
-    parser = argparse.ArgumentParser(prog="python -m srm.airflow.local", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m srm.devenv.airflow", description=main.__doc__)
     parser.add_argument("command", choices=("standalone", "env"))
     args = parser.parse_args(argv)
     local = LocalAirflow(project_root() / ".local" / "airflow", default_config_path())

@@ -12,12 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from srm import clients
 from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import RecordFormatError, SrmError
-from srm.internal_topics import InternalTopic, ensure_internal_topic
-from srm.records import Heartbeat
-from srm.topics import assign_partitions, broker_count, list_offsets, partition_counts
+from srm.kafka import clients
+from srm.kafka.internal_topics import InternalTopic, ensure_internal_topic
+from srm.kafka.topics import assign_partitions, broker_count, list_offsets, partition_counts
+from srm.mm2.records import Heartbeat
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""MirrorMaker 2's formats and rules: its records byte for byte, which topic configs travel."""

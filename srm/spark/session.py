@@ -1,0 +1,187 @@
+"""The Spark session of a job and the settings it runs with: masters, the job's Spark settings on
+this machine or off it (srm.spark.job_archive), and what travels to executors of the clusters' secrets.
+
+Python workers must run the project's interpreter (``spark.pyspark.python``): pyspark otherwise
+starts ``python3`` from PATH, which lacks this project's packages. The copy runs in Python
+workers with librdkafka, so no Kafka jars are needed on the JVM side.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from srm.config.model import Cluster
+from srm.errors import SrmError
+
+log = logging.getLogger("srm.replicate")
+
+DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
+MALLOC_ARENA_MAX = "2"  # glibc arenas per process of a job (srm.spark.submit.submit_environment)
+MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
+
+
+def local_master(tasks: int) -> str:
+    """A local master with a task thread for each of ``tasks`` slots at least: continuous mode
+    holds one Spark task per slot for a whole lease (Spark's local threads are not CPU
+    reservations; the copy runs in Python worker processes)."""
+    cores = os.cpu_count() or 1
+    return DEFAULT_MASTER if tasks <= cores else f"local[{tasks}, 4]"
+
+
+def is_local(master: str | None) -> bool:
+    """Whether the job's executors run on this machine (the default master is local)."""
+    return master is None or master == "local" or master.startswith("local[")
+
+
+def check_master(master: str, where: str) -> None:
+    """Refuse a master spark-submit cannot use, before starting it: ``where`` says where it was given."""
+    if is_local(master):
+        if not re.fullmatch(r"local(\[(\*|\d+)(, *\d+)?\])?", master):
+            raise SrmError(f"{where}: Spark master {master!r} is not a valid local master ({MASTER_FORMS})")
+        return
+    if master.startswith("spark://"):
+        for address in master.removeprefix("spark://").split(","):
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                raise SrmError(f"{where}: Spark master {master!r}: {address!r} is not HOST:PORT")
+            try:
+                socket.create_connection((host, int(port)), timeout=5).close()
+            except OSError as exc:
+                raise SrmError(f"{where}: Spark master {master!r} does not answer at {address}: {exc}") from None
+        return
+    if master == "yarn":
+        if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
+            raise SrmError(f"{where}: Spark master 'yarn' needs HADOOP_CONF_DIR or YARN_CONF_DIR in the environment")
+        return
+    if master.startswith("k8s://"):
+        return
+    raise SrmError(f"{where}: Spark master {master!r} is not one Spark knows ({MASTER_FORMS})")
+
+
+def job_conf(
+    master: str | None,
+    executor_python: str | None = None,
+    clusters: tuple[Cluster, ...] = (),
+    cores: int | None = None,
+) -> dict[str, str]:
+    """Spark settings of a job on ``master``. On this machine its Python workers run this
+    interpreter; elsewhere the executors get the project and its dependencies in an archive
+    (:mod:`srm.spark.job_archive`) and run ``executor_python`` (default ``python3.<minor>``), and
+    :func:`secrets_conf` guards the client settings of ``clusters`` they receive. On a standalone
+    master an application takes every free core unless told otherwise, so a continuous flow would
+    hold the whole cluster: ``cores`` (the flow's ``tasks.max``) caps it (``spark.cores.max``)."""
+    from srm.spark import job_archive
+
+    conf = {"spark.pyspark.driver.python": sys.executable, "spark.ui.showConsoleProgress": "false"}
+    if is_local(master):
+        return {**conf, "spark.pyspark.python": sys.executable}
+    conf["spark.executorEnv.MALLOC_ARENA_MAX"] = MALLOC_ARENA_MAX  # as submit_environment's, for remote workers
+    if cores is not None and str(master).startswith("spark://"):
+        conf["spark.cores.max"] = str(cores)
+    return {
+        **conf,
+        "spark.pyspark.python": executor_python or job_archive.executor_python(),
+        **job_archive.spark_conf(job_archive.build()),
+        **secrets_conf(str(master), clusters),
+    }
+
+
+AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"  # Spark's own: read by the driver when spark.authenticate is on
+
+
+def secrets_conf(master: str, clusters: tuple[Cluster, ...]) -> dict[str, str]:
+    """What the executors of a job off this machine may receive of ``clusters``' settings.
+
+    ``${env:...}``/``${file:...}`` references travel as references and are resolved where the
+    client is built. A secret written as a value travels inside the tasks, so Spark's
+    authentication and RPC and I/O encryption are switched on for the job (on a standalone master
+    with the cluster's shared secret from ``$_SPARK_AUTH_SECRET``; YARN and Kubernetes make one per
+    application). Settings kept in an Airflow connection cannot be read by executors: refused.
+    """
+    from srm.config.secrets import clear_secrets
+
+    clear: list[str] = []
+    for cluster in clusters:
+        if cluster.connection_id:
+            raise SrmError(
+                f"cluster {cluster.alias}: its settings are in Airflow connection {cluster.connection_id!r}, which "
+                f"executors of master {master!r} cannot read; write bootstrap.servers and the client settings in the "
+                "YAML, secrets as ${env:NAME} or ${file:PATH:KEY} references resolved on the executors"
+            )
+        clear += [f"cluster {cluster.alias}: {key}" for key in clear_secrets(cluster)]
+    if not clear:
+        return {}
+    if master.startswith("spark://") and not os.environ.get(AUTH_SECRET_ENV):
+        raise SrmError(
+            f"{'; '.join(clear)} hold secret values that the executors of {master} would receive: set the "
+            f"standalone cluster's spark.authenticate.secret in {AUTH_SECRET_ENV} (the job then authenticates and "
+            "encrypts its traffic), or write them as ${env:NAME} / ${file:PATH:KEY} references"
+        )
+    log.info("%s: secret values travel to the executors; Spark authentication and encryption are on", "; ".join(clear))
+    return {
+        "spark.authenticate": "true",
+        "spark.network.crypto.enabled": "true",
+        "spark.io.encryption.enabled": "true",
+    }
+
+
+SESSION_CONF = {
+    "spark.python.worker.reuse": "true",
+    "spark.sql.shuffle.partitions": "4",
+    # A continuous replication job runs a Spark job per lease, for as long as it runs. Spark's status
+    # store keeps 1,000 jobs and stages and 100,000 tasks by default, in the driver's heap: hours of
+    # growth (bench.soak) before the first is dropped. A few of each are enough to look at.
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "1000",
+    "spark.sql.ui.retainedExecutions": "50",
+    "spark.ui.retainedDeadExecutors": "10",
+}
+
+
+def build_session(
+    app_name: str,
+    master: str | None = None,
+    extra: dict[str, str] | None = None,
+    clusters: tuple[Cluster, ...] = (),
+) -> Any:
+    """The job's Spark session. Under spark-submit its master and settings stand; a job run
+    directly gets ``master`` (default local) and :func:`job_conf` for it and ``clusters``."""
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines outlive pytest's capture streams
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # started by spark-submit, whose JVM runs already
+    conf = dict(SESSION_CONF)
+    if not submitted:
+        conf.update(job_conf(master, clusters=clusters))
+        # PySpark's workers run $PYSPARK_PYTHON (spark-submit sets it from spark.pyspark.python).
+        os.environ.setdefault("PYSPARK_PYTHON", conf["spark.pyspark.python"])
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if is_local(master):  # read when the JVM starts: stay on loopback
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not submitted:
+        # Under spark-submit its --master wins; SparkConf() cannot tell before a context exists
+        # (it does not see the submitted settings), so never set a default over it.
+        builder = builder.master(DEFAULT_MASTER)
+    for key, value in {**conf, **(extra or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def shipped_config(path: str | None) -> str | None:
+    """The configuration file a job reads: ``path``, or, when the driver runs in the cluster
+    (cluster deploy mode), the copy spark-submit shipped into its working folder (``--files``)."""
+    if path and not Path(path).exists() and Path(Path(path).name).is_file():
+        return Path(path).name
+    return path
