@@ -21,7 +21,7 @@ def checkpoints_dag(flow: Flow, config_file: str) -> Any:
 Every {s.emit_checkpoints_interval_seconds} s (`emit.checkpoints.interval.seconds`): translates the
 committed offsets of {flow.source}'s consumer groups exactly and writes them as MM2 checkpoints to
 `{flow.policy.checkpoints_topic(flow.source)}` on {flow.target} (and failback checkpoints to
-`{flow.policy.checkpoints_topic(flow.target)}` on {flow.source}), with `spark/checkpoints.py`.
+`{flow.policy.checkpoints_topic(flow.target)}` on {flow.source}), with `srm/jobs/checkpoints.py`.
 {
         "Then writes the translated offsets into idle target groups (`sync.group.offsets.enabled`)."
         if s.sync_group_offsets_enabled

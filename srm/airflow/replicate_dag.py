@@ -22,7 +22,7 @@ def replicate_dag(flow: Flow, config_file: str) -> Any:
 ### Replication of {flow.name}
 
 Copies the topics of **{flow.source}** that the flow admits to **{flow.target}**, exactly once
-(`exactly_once: {str(flow.settings.exactly_once).lower()}`), with `spark/replicate.py`.
+(`exactly_once: {str(flow.settings.exactly_once).lower()}`), with `srm/jobs/replicate.py`.
 {
         "Runs continuously (`@continuous`); when the job fails Airflow starts it again with exponential backoff."
         if continuous

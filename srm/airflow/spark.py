@@ -16,11 +16,10 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from srm.config.model import Flow
 from srm.errors import SrmError
-from srm.paths import project_root
 from srm.spark.session import check_master, is_local, job_conf
-from srm.spark.submit import driver_java_options, submit_environment
+from srm.spark.submit import driver_java_options, job_script, submit_environment
 
-# spark/replicate.py's exit status when another run took the flow over: retrying would only take
+# srm/jobs/replicate.py's exit status when another run took the flow over: retrying would only take
 # it back (the newest run wins), so the task fails at once and says why.
 TAKEN_OVER_EXIT = 3
 # what submit_environment sets
@@ -102,7 +101,7 @@ def spark_job(
         target=flow.target,
         config_file=config_file,
         task_id=task_id,
-        application=str(project_root() / "spark" / script),
+        application=str(job_script(script)),
         application_args=["--source", flow.source, "--target", flow.target, "--config", config_file, *args],
         conn_id=flow.settings.spark_connection_id,
         name=f"srm {script.removesuffix('.py')} {flow.name}",

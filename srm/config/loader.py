@@ -32,7 +32,7 @@ from srm.config.model import Cluster, Monitoring, SrmConfig, Storage
 from srm.config.settings import PartialSettings, option_names
 from srm.config.yamlsource import YamlDocument, read_yaml
 from srm.errors import ConfigError, ConfigIssue, InvariantError
-from srm.paths import local_dir
+from srm.paths import checkout, local_dir
 
 
 class StorageSpec(BaseModel):
@@ -65,10 +65,12 @@ CONFIG_ENV = "SRM_CONFIG"
 
 
 def default_config_path() -> Path:
-    """``$SRM_CONFIG``, else ``conf/srm.yaml`` of the project this package belongs to."""
+    """``$SRM_CONFIG``, else ``conf/srm.yaml`` of the checkout this package runs from, else (an
+    installed wheel) ``conf/srm.yaml`` of the working folder."""
     if os.environ.get(CONFIG_ENV):
         return Path(os.environ[CONFIG_ENV])
-    return Path(__file__).resolve().parents[2] / "conf" / "srm.yaml"
+    root = checkout()
+    return (root if root is not None else Path.cwd()) / "conf" / "srm.yaml"
 
 
 def load_config(path: str | Path | None = None, *, strict: bool = True) -> SrmConfig:

@@ -1,4 +1,4 @@
-"""One checkpoint pass of a flow A->B (``spark/checkpoints.py``).
+"""One checkpoint pass of a flow A->B (``srm/jobs/checkpoints.py``).
 
 Forward: A's consumer groups that pass the flow's group filter and have committed offsets on
 topics the flow replicates are translated exactly (:mod:`.translate`) and written as MM2 checkpoints

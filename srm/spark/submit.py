@@ -10,10 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from srm.config.model import Cluster
-from srm.paths import project_root
 from srm.spark.session import DEFAULT_MASTER, MALLOC_ARENA_MAX, is_local, job_conf
 
-# spark/replicate.py's --mode: continuous (leases, until stopped; its default) or one bounded pass.
+# srm/jobs/replicate.py's --mode: continuous (leases, until stopped; its default) or one bounded pass.
 REPLICATION_MODES = ("continuous", "available-now")
 # The driver's heap starts at this size and never shrinks below it. Left alone, G1 shrank a
 # continuous job's driver heap from its initial 384 MiB to ~115 MiB once the job had started
@@ -51,7 +50,7 @@ def spark_submit_command(
     clusters: tuple[Cluster, ...] = (),
     cores: int | None = None,
 ) -> list[str]:
-    """The ``spark-submit`` call for a job of ``spark/`` with this interpreter's pyspark (``conf``:
+    """The ``spark-submit`` call for a job of srm.jobs with this interpreter's pyspark (``conf``:
     more Spark settings, e.g. the Python worker profiler; ``files``: shipped to the executors,
     and to the driver in cluster deploy mode; ``clusters``: those the executors connect to;
     ``cores``: the flow's slots, see :func:`job_conf`)."""
@@ -68,16 +67,22 @@ def spark_submit_command(
         *(("--files", ",".join(files)) if files else ()),
         "--driver-java-options",
         driver_java_options(script, args),
-        str(project_root() / "spark" / script),
+        str(job_script(script)),
         *args,
     ]
 
 
+def job_script(script: str) -> Path:
+    """The file spark-submit runs for the job ``script`` (``replicate.py``, ``checkpoints.py``): the
+    package's own (srm.jobs), so that an installed package needs no checkout."""
+    return Path(__file__).resolve().parents[1] / "jobs" / script
+
+
 def driver_java_options(script: str = "", args: Sequence[str] = ()) -> str:
-    """The driver JVM's options for ``spark/<script> args``: the project's Log4j2 configuration,
+    """The driver JVM's options for the job ``script args``: the package's Log4j2 configuration,
     and for a continuous replication job the heap floor (DRIVER_HEAP_FLOOR) and C1 alone
     (LEASE_DRIVER_JVM_OPTIONS)."""
-    log4j = project_root() / "conf" / "jvm" / "spark-log4j2.properties"
+    log4j = Path(__file__).resolve().parent / "log4j2.properties"
     options = [f"-Dlog4j2.configurationFile={log4j}"]
     if holds_leases(script, args):
         options += LEASE_DRIVER_JVM_OPTIONS
@@ -86,11 +91,11 @@ def driver_java_options(script: str = "", args: Sequence[str] = ()) -> str:
 
 def holds_leases(script: str, args: Sequence[str]) -> bool:
     """Is ``spark/<script> args`` a continuous replication job (its copiers' leases change every
-    task.lease.seconds)? spark/replicate.py runs continuously unless ``--mode`` says otherwise."""
+    task.lease.seconds)? srm/jobs/replicate.py runs continuously unless ``--mode`` says otherwise."""
     if script != "replicate.py":
         return False
     modes = argparse.ArgumentParser(add_help=False)
-    modes.add_argument("--mode", default=REPLICATION_MODES[0])  # as spark/replicate.py parses it
+    modes.add_argument("--mode", default=REPLICATION_MODES[0])  # as srm/jobs/replicate.py parses it
     mode: str = modes.parse_known_args(list(args))[0].mode
     return mode == "continuous"
 

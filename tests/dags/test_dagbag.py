@@ -80,7 +80,7 @@ def test_replicate_dags(parsed: dict[str, Any]) -> None:
     assert continuous["schedule"] == "@continuous"
     task = continuous["tasks"]["replicate"]
     assert task["type"] == "FlowSparkSubmitOperator" and task["conn_id"] == "spark_default"
-    assert task["application"] == str(project_root() / "spark" / "replicate.py")
+    assert task["application"] == str(project_root() / "srm" / "jobs" / "replicate.py")
     assert task["application_args"][:4] == ["--source", "alpha", "--target", "beta"]
     assert task["application_args"][-2:] == ["--mode", "{{ params.mode }}"]
     # The driver's options follow the mode a run is started with (FlowSparkSubmitOperator.execute;
@@ -100,7 +100,7 @@ def test_checkpoints_dags(parsed: dict[str, Any]) -> None:
     assert synced["upstream"] == {"checkpoints": [], "sync_group_offsets": ["checkpoints"]}
     task = synced["tasks"]["checkpoints"]
     assert task["type"] == "FlowSparkSubmitOperator"
-    assert task["application"] == str(project_root() / "spark" / "checkpoints.py")
+    assert task["application"] == str(project_root() / "srm" / "jobs" / "checkpoints.py")
     assert "--no-sync" in task["application_args"]
 
     unsynced = parsed["dags"]["beta_to_alpha.checkpoints"]

@@ -91,7 +91,7 @@ def test_run_builds_the_spark_submit_call(capsys: pytest.CaptureFixture[str]) ->
     assert main(["run", "replicate", "--source", "us-west", "--target", "us-east", "--config", config, "--json"]) == 0
     command = json.loads(capsys.readouterr().out)["command"]
     assert command[0].endswith("pyspark/bin/spark-submit") and command[1:3] == ["--master", "local[*, 4]"]
-    assert command[command.index(str(ROOT / "spark" / "replicate.py")) + 1 :] == [
+    assert command[command.index(str(ROOT / "srm" / "jobs" / "replicate.py")) + 1 :] == [
         "--source",
         "us-west",
         "--target",
@@ -107,7 +107,7 @@ def test_run_builds_the_spark_submit_call(capsys: pytest.CaptureFixture[str]) ->
     assert (
         capsys.readouterr()
         .out.strip()
-        .endswith(f"spark/checkpoints.py --source us-west --target us-east --config {config}")
+        .endswith(f"srm/jobs/checkpoints.py --source us-west --target us-east --config {config}")
     )
     assert main(["run", "replicate", "--source", "us-west", "--target", "eu", "--config", config]) == 1
     assert "no flow us-west->eu" in capsys.readouterr().err
