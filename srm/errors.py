@@ -90,3 +90,7 @@ class TopicConflictError(ReplicationError):
 
 class FlowTakenOverError(ReplicationError):
     """Another run of the same flow claimed it: this run stopped (its writes are fenced)."""
+
+    # The replication job's exit status then: retrying would only take the flow back (the newest
+    # run wins), so an Airflow task fails at once and says why.
+    EXIT_STATUS = 3

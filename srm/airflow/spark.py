@@ -15,13 +15,10 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from srm.config.model import Flow
-from srm.errors import SrmError
+from srm.errors import FlowTakenOverError, SrmError
 from srm.spark.session import check_master, is_local, job_conf
 from srm.spark.submit import driver_java_options, job_script, submit_environment
 
-# srm/jobs/replicate.py's exit status when another run took the flow over: retrying would only take
-# it back (the newest run wins), so the task fails at once and says why.
-TAKEN_OVER_EXIT = 3
 # what submit_environment sets
 SUBMIT_VARIABLES = ("SPARK_HOME", "PATH", "PYSPARK_PYTHON", "SPARK_LOCAL_IP", "MALLOC_ARENA_MAX")
 
@@ -63,7 +60,7 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
         try:
             return super().execute(context)
         except AirflowException as exc:
-            if f"Error code is: {TAKEN_OVER_EXIT}." not in str(exc):
+            if f"Error code is: {FlowTakenOverError.EXIT_STATUS}." not in str(exc):
                 raise
             raise AirflowFailException(
                 f"flow {self.flow_name} was taken over by another run (the job's last lines above say which); "

@@ -12,14 +12,12 @@ groups get the translated offsets.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
-from srm.config import load_config
-from srm.errors import ConfigError, SrmError
+from srm.errors import SrmError
+from srm.jobs.job import exit_status, flow_session, start_logging
 from srm.offsets.checkpointing import CheckpointPass
-from srm.spark.session import build_session, shipped_config
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -38,22 +36,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    start_logging()
     try:
-        config = load_config(shipped_config(args.config), strict=True)
-        flow = config.flow(args.source, args.target)
-        spark = build_session(
-            f"srm checkpoints {flow.name}",
-            args.master,
-            clusters=config.flow_clusters(flow),
-        )
+        config, flow, spark = flow_session(args, "checkpoints")
         CheckpointPass(spark, config, flow, sync=not args.no_sync).run()
-    except ConfigError as exc:
-        print(f"error: {len(exc.issues)} problem(s) in the configuration:\n{exc}", file=sys.stderr)
-        return 1
     except SrmError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     return 0
 
 

@@ -22,13 +22,10 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from srm.config import load_config
-from srm.errors import ConfigError, FlowTakenOverError, SrmError
+from srm.errors import SrmError
+from srm.jobs.job import exit_status, flow_session, start_logging
 from srm.replication.launch import ReplicationRun, start_replication
-from srm.spark.session import build_session, shipped_config
 from srm.spark.submit import REPLICATION_MODES
-
-TAKEN_OVER_EXIT = 3
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -57,28 +54,14 @@ def stop_on_signals(run: ReplicationRun) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    start_logging()
     try:
-        config = load_config(shipped_config(args.config), strict=True)
-        flow = config.flow(args.source, args.target)
-        spark = build_session(
-            f"srm replicate {flow.name}",
-            args.master,
-            clusters=config.flow_clusters(flow),
-        )
+        config, flow, spark = flow_session(args, "replicate")
         run = start_replication(spark, config, flow, args.mode, checkpoint=args.checkpoint, invoker=args.invoker)
         stop_on_signals(run)
         run.wait()
-    except ConfigError as exc:
-        print(f"error: {len(exc.issues)} problem(s) in the configuration:\n{exc}", file=sys.stderr)
-        return 1
-    except FlowTakenOverError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return TAKEN_OVER_EXIT
     except SrmError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     return 0
 
 
