@@ -32,7 +32,8 @@ from bench.usage import Usage
 from srm.config import load_config
 from srm.config.model import Cluster
 from srm.kafka import clients
-from srm.kafka.topics import NewTopicSpec, ensure_topics, list_offsets
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import NewTopicSpec, ensure_topics
 from srm.offsets.groups import alter_group_offsets, describe_groups
 from srm.spark.submit import spark_submit_command, submit_environment
 

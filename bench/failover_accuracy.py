@@ -29,7 +29,8 @@ from srm.config import load_config
 from srm.config.model import Cluster
 from srm.devenv.jvm import kafka_command
 from srm.kafka import clients
-from srm.kafka.topics import ensure_topic, partition_counts, read_to_end
+from srm.kafka.partitions import read_to_end
+from srm.kafka.topics import ensure_topic, partition_counts
 from srm.mm2.records import Checkpoint
 from srm.spark.submit import spark_submit_command, submit_environment
 

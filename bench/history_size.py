@@ -25,7 +25,7 @@ from bench import latency
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError
 from srm.kafka import clients
-from srm.kafka.topics import read_to_end
+from srm.kafka.partitions import read_to_end
 from srm.mm2.records import OffsetRunsRecord, is_opener
 
 

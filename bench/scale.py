@@ -39,7 +39,8 @@ from bench.watch import POLL_S, RecordWatch, visible_records
 from srm.config import load_config
 from srm.config.model import Cluster
 from srm.kafka import clients
-from srm.kafka.topics import NewTopicSpec, await_served, ensure_topic, ensure_topics, partition_counts
+from srm.kafka.partitions import await_served
+from srm.kafka.topics import NewTopicSpec, ensure_topic, ensure_topics, partition_counts
 
 MM2_REFRESH = ("refresh.topics.interval.seconds = 5",)
 CATCH_UP_TIMEOUT_S = 600.0

@@ -21,7 +21,8 @@ from typing import Any
 from srm.config.model import Cluster
 from srm.errors import SrmError
 from srm.kafka import clients
-from srm.kafka.topics import list_offsets, partition_counts
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import partition_counts
 
 POLL_S = 0.1
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from srm.config.model import Cluster
 from srm.kafka import clients
-from srm.kafka.topics import assign_partitions
+from srm.kafka.partitions import assign_partitions
 
 
 def commit(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:

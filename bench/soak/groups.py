@@ -19,7 +19,7 @@ from typing import Any
 from bench.soak.load import Key, decode
 from srm.config.model import Cluster
 from srm.kafka import clients
-from srm.kafka.topics import list_offsets
+from srm.kafka.partitions import list_offsets
 from srm.offsets.groups import group_offsets
 
 PREFIX = "soak-group-"

@@ -25,7 +25,8 @@ from srm.config import load_config
 from srm.devenv.local import LocalClusters
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name
-from srm.kafka.topics import ensure_topic, list_offsets
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import ensure_topic
 from srm.maintenance.compaction import maintain
 from srm.maintenance.metrics_rollup import roll_up
 from srm.offsets.api import translate

@@ -20,7 +20,8 @@ from srm.config.model import Cluster, Flow, SrmConfig
 from srm.devenv.airflow import LocalAirflow
 from srm.errors import SrmError
 from srm.kafka import clients
-from srm.kafka.topics import describe, ensure_topic, record_counts
+from srm.kafka.partitions import describe, record_counts
+from srm.kafka.topics import ensure_topic
 from srm.offsets.api import Translator
 from srm.offsets.groups import group_offsets
 from srm.paths import project_root

@@ -206,7 +206,7 @@ def consumer(cluster: Cluster, group_id: str, **overrides: Any) -> Any:
     return Consumer(client_settings(cluster, "consumer", logger=LIBRDKAFKA_LOG, **{**defaults, **overrides}))
 
 
-# How a consumer that reads partitions to their end (srm.kafka.topics.read_to_end) is set: the end of a
+# How a consumer that reads partitions to their end (srm.kafka.partitions.read_to_end) is set: the end of a
 # partition is an event, and a fetch that finds nothing more returns after 10 ms instead of
 # librdkafka's default 500 ms, which every read otherwise waited out at its end (one record read to the
 # end: 1.05 s, 0.05 s with this, measured here). Not for a consumer left assigned: it would fetch

@@ -19,7 +19,8 @@ from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError, SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import InternalTopic, ensure_internal_topic
-from srm.kafka.topics import broker_count, partition_counts, read_to_end
+from srm.kafka.partitions import read_to_end
+from srm.kafka.topics import broker_count, partition_counts
 
 log = logging.getLogger(__name__)
 CONTROL_TOPIC = "srm-control.internal"

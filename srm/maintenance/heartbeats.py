@@ -16,7 +16,8 @@ from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import RecordFormatError, SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import InternalTopic, ensure_internal_topic
-from srm.kafka.topics import assign_partitions, broker_count, list_offsets, partition_counts
+from srm.kafka.partitions import assign_partitions, list_offsets
+from srm.kafka.topics import broker_count, partition_counts
 from srm.mm2.records import Heartbeat
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,8 @@ def write_meta(target: Cluster, flow: Flow, pairs: dict[str, str]) -> None:
 
 def read_meta(target: Cluster, flow: Flow) -> dict[str, Any] | None:
     """The latest ``srm-meta.internal`` record of ``flow`` on its target (None: none yet)."""
-    from srm.kafka.topics import partition_counts, read_to_end
+    from srm.kafka.partitions import read_to_end
+    from srm.kafka.topics import partition_counts
 
     if META_TOPIC not in partition_counts(clients.admin_client(target), include_internal=True):
         return None

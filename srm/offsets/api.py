@@ -20,7 +20,8 @@ from typing import Literal
 from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, UsageError
 from srm.kafka import clients
-from srm.kafka.topics import list_offsets, partition_counts
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import partition_counts
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import group_offsets
 from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history

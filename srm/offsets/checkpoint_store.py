@@ -14,7 +14,8 @@ from typing import Any
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError, SrmError
 from srm.kafka import clients
-from srm.kafka.topics import partition_counts, read_to_end
+from srm.kafka.partitions import read_to_end
+from srm.kafka.topics import partition_counts
 from srm.mm2.records import Checkpoint
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,8 @@ from srm.errors import SrmError
 from srm.kafka import clients
 from srm.kafka.control_lists import read_lists
 from srm.kafka.internal_topics import InternalTopic, checkpoints_topic, ensure_internal_topic
-from srm.kafka.topics import broker_count, list_offsets, partition_counts
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import broker_count, partition_counts
 from srm.mm2.records import Checkpoint
 from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_checkpoints
 from srm.offsets.group_sync import SyncReport, sync_group_offsets

@@ -34,7 +34,8 @@ from typing import Any
 from srm.config.model import Flow, SrmConfig
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name, progress_topic_name
-from srm.kafka.topics import delete_records_before, list_offsets, offsets_for_time, partition_counts, topic_ids
+from srm.kafka.partitions import delete_records_before, list_offsets, offsets_for_time
+from srm.kafka.topics import partition_counts, topic_ids
 from srm.replication.history import SORT_ORDER
 from srm.replication.progress import journal_start, progress_group
 from srm.storage.warehouse import SYNC_HISTORY, Warehouse, apply_configuration, sql_string

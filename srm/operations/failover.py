@@ -17,7 +17,8 @@ from typing import Any
 from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, SrmError
 from srm.kafka import clients
-from srm.kafka.topics import list_offsets, partition_counts
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import partition_counts
 from srm.offsets.api import Translated, Translator
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import alter_group_offsets, describe_groups, group_offsets, list_groups

@@ -24,7 +24,8 @@ from srm.config.model import Cluster, Flow, SrmConfig
 from srm.errors import ClusterUnreachableError, SrmError
 from srm.kafka import clients
 from srm.kafka.control_lists import read_lists
-from srm.kafka.topics import list_offsets, partition_counts, read_to_end
+from srm.kafka.partitions import list_offsets, read_to_end
+from srm.kafka.topics import partition_counts
 from srm.maintenance.heartbeats import freshness
 from srm.replication.flow_state import FAILED, WAITING
 from srm.replication.progress import read_flow_progress

@@ -44,7 +44,8 @@ from srm.kafka.internal_topics import (
     history_topic_name,
     progress_topic_name,
 )
-from srm.kafka.topics import broker_count, list_offsets, partition_counts, read_to_end, topic_ids
+from srm.kafka.partitions import list_offsets, read_to_end
+from srm.kafka.topics import broker_count, partition_counts, topic_ids
 from srm.mm2.records import OffsetRunsRecord, ProgressRecord
 from srm.replication.kafka_errors import transactional_prefix
 from srm.replication.runs import OffsetRun, RunTracker

@@ -19,7 +19,7 @@ from typing import Any
 from srm.config.model import Cluster, Flow, SrmConfig
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name, mm2_offset_syncs_topic
-from srm.kafka.topics import list_offsets
+from srm.kafka.partitions import list_offsets
 from srm.mm2.records import OffsetSync
 from srm.replication.history import HistoryIngest
 from srm.replication.job import Loss

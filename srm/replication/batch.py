@@ -29,7 +29,7 @@ from srm.kafka.internal_topics import history_topic_name, mm2_offset_syncs_topic
 from srm.kafka.topics import partition_counts
 from srm.replication.accounting import Accounting, Phases
 from srm.replication.assignment import RECORD_COST_BYTES, Assignment, Key, balanced
-from srm.replication.copier import run_slot
+from srm.replication.drain import run_slot
 from srm.replication.flow_state import FlowStates
 from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership

@@ -14,7 +14,7 @@
 4. Transactions are committed as described in :mod:`srm.replication.writer`; after an aborted one
    every partition goes back to its committed progress and is read again from there.
 
-:class:`CopyLoop` is the engine; :func:`run_slot` drives it for one available-now task, and
+:class:`CopyLoop` is the engine; :mod:`srm.replication.drain` drives it for one available-now task, and
 :mod:`srm.replication.resident` keeps one running across the leases of continuous mode.
 """
 
@@ -23,16 +23,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
-from srm.errors import LastingFaultError, ReplicationError, SrmError
+from srm.errors import ReplicationError
 from srm.kafka import clients
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.deliveries import TransactionAborted
-from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult, fault_payload
+from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult
 from srm.replication.kafka_errors import is_fatal, read_error
 from srm.replication.losses import retention_loss, starting_point
-from srm.replication.ownership import OWNERS_TAIL_READER, fence_producers, latest_ownership, taken_over
+from srm.replication.ownership import OWNERS_TAIL_READER, fence_others, latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
 from srm.replication.progress import progress_group, read_progress
 from srm.replication.provenance import Provenance
@@ -42,9 +43,6 @@ from srm.replication.writer import TargetWriter
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
-# Available-now: with data behind it, a fetch returns within milliseconds; this long without any
-# record or end-of-partition event means the source cluster is gone or the partition has no leader.
-STALL_TIMEOUT_S = 90.0
 FILL_WAIT_S = 0.001  # CopyLoop.fill: longest wait for acknowledgements before looking for records
 WHERE_SHOWN = 10  # partitions named in the message of a failure that lasts (the rest counted)
 GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
@@ -88,7 +86,8 @@ class CopyLoop:
         if not ranges:
             return []
         keys = [r.key for r in ranges]
-        progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, keys, self._fence_others)
+        fence = partial(fence_others, self.job)  # a transaction left open holds the read
+        progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, keys, fence)
         lows = self.reader.log_starts([r.key for r in ranges])
         started = int(time.time() * 1000)
         added = []
@@ -353,33 +352,6 @@ class CopyLoop:
             f"copying {shown or 'no partition'}{more} from {self.job.source.alias}"
         )
 
-    def stalled(self) -> ReplicationError:
-        waiting = ", ".join(f"{t}[{p}] at offset {self.states[(t, p)].next_offset}" for t, p in sorted(self.remaining))
-        return ReplicationError(
-            f"no record from {self.job.source.alias} ({self.job.source.describe()}) for {STALL_TIMEOUT_S:.0f} s while "
-            f"copying {waiting}: is the source cluster reachable and does every partition have a leader?"
-        )
-
-    def _fence_others(self) -> None:
-        """A transaction left open holds the read of the progress: a copier of another slot that died
-        with its Python worker (killed, out of memory) keeps it open for transaction.timeout.ms, and
-        the slot's next copier, which would abort it, waits for this lease to end. Its producers
-        fenced, the transaction is aborted now. A live copier fenced by mistake (its transaction
-        held that long by an outage) fails its task, which Spark runs again."""
-        ids = self.job.others_transactional_ids
-        if not ids:
-            return
-        slot = f"slot {self.job.slot} of flow {self.job.flow.name}"
-        log.warning(
-            "%s: a transaction left open holds the read of the progress; fencing the producers of the "
-            "other %d slot(s) of epoch %d (a copier that died with its worker leaves its transaction open)",
-            *(slot, self.job.slots - 1, self.job.epoch),
-        )
-        try:
-            fence_producers(self.job.target, ids)
-        except SrmError as exc:  # the read goes on waiting, up to the transaction's time-out
-            log.warning("%s: %s", slot, exc)
-
     # --- target clients -----------------------------------------------------------------------
     def _progress_reader(self) -> Any:
         def build() -> Any:
@@ -401,35 +373,6 @@ class CopyLoop:
         )
 
 
-def copy_to_end(
-    job: CopyJob, cache: ClientCache = CACHE, faults: list[LastingFaultError] | None = None
-) -> list[PartitionResult]:
-    """Available-now: copy the slot's ranges up to their planned ends, committing in chunks. A
-    LastingFaultError is raised, or, given ``faults``, added there and what was committed before it
-    returned (its chunks' metrics and offset runs)."""
-    loop = CopyLoop(job, cache)
-    try:
-        loop.add(job.ranges)
-        last_activity = time.monotonic()
-        while True:
-            while loop.remaining:
-                if loop.step(0.05):
-                    last_activity = time.monotonic()
-                elif time.monotonic() - last_activity > STALL_TIMEOUT_S:
-                    raise loop.stalled()
-                if loop.writer.chunk_full():
-                    commit_or_rewind(loop)
-            if commit_or_rewind(loop):  # else the aborted chunk is copied again
-                break
-    except LastingFaultError as exc:
-        if faults is None:
-            raise
-        faults.append(exc)
-    finally:
-        loop.close()
-    return loop.results()
-
-
 def commit_or_rewind(loop: CopyLoop, *, settle: Iterable[Key] = ()) -> bool:
     """Commit; after an aborted transaction rewind every partition instead. True if committed.
     Aborted transactions that go on past the flow's errors.retry.timeout: LastingFaultError."""
@@ -447,14 +390,3 @@ def worker_logging() -> None:
     if not root.handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("py4j").setLevel(logging.WARNING)
-
-
-def run_slot(job: CopyJob) -> list[dict[str, Any]]:
-    """Entry point of an available-now Spark task: one payload per partition."""
-    worker_logging()
-    faults: list[LastingFaultError] = []
-    try:
-        payloads = [result.payload() for result in copy_to_end(job, faults=faults)]
-    except LastingFaultError as exc:  # before anything was copied (the producer could not start)
-        return [fault_payload(str(exc))]
-    return [*payloads, *(fault_payload(str(f)) for f in faults)]

@@ -16,7 +16,7 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError
 from srm.kafka import clients
-from srm.kafka.topics import list_offsets, read_to_end
+from srm.kafka.partitions import list_offsets, read_to_end
 from srm.mm2.records import OffsetRunsRecord, is_opener
 from srm.storage.warehouse import SYNC_HISTORY, Warehouse
 

@@ -160,3 +160,24 @@ def transactional_prefix(source: str, target: str) -> str:
 def is_fatal(error: Any) -> bool:
     fatal = getattr(error, "fatal", None)
     return bool(fatal()) if callable(fatal) else False
+
+
+class ProducerFencedError(ReplicationError):
+    """This slot's producer was fenced: the copier checks who owns the flow now."""
+
+
+def call_error(
+    exc: Exception, doing: str, slot: str, source: Cluster, target: Cluster, *, topics: list[str]
+) -> ReplicationError:
+    """What a failed transaction call of ``slot`` (writing ``topics`` to ``target``) means."""
+    error = kafka_error(exc)
+    name = code_name(error)
+    if name in FENCED:
+        return ProducerFencedError(
+            f"{slot} on {target.alias} was fenced while {doing}: a newer writer of this "
+            "slot or a newer owner of the flow took over; the open transaction is aborted"
+        )
+    if name in KNOWN_WRITE_ERRORS:
+        return transaction_error(error, source, target, doing, topics)
+    detail = error.str() if hasattr(error, "str") else str(error)
+    return ReplicationError(f"{doing} on {target.alias} ({target.describe()}) failed for {slot}: {detail}")

@@ -25,7 +25,8 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import ClusterUnreachableError, LastingFaultError
 from srm.kafka import clients
 from srm.kafka.control_lists import ControlReader
-from srm.kafka.topics import list_offsets, partition_counts
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import partition_counts
 from srm.replication.accounting import Phases
 from srm.replication.batch import ACCOUNTING_CLOSE_S, BatchRunner
 from srm.replication.job import OPEN_END, CopyRange, Lease, split_faults

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from srm.errors import LastingFaultError
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RETRY_PAUSE_S = 0.2  # between two attempts of a transaction call that failed with a retriable error
+T = TypeVar("T")
 WAITING_LOG_EVERY_S = 60.0  # how often a copier that waits says what for
 
 
@@ -109,7 +111,7 @@ class Outage:
 def trim_heap() -> None:
     """Give the C heap's free pages back to the system (glibc's malloc_trim, as Dask's workers do for
     "unmanaged memory"). During an outage librdkafka holds the records it could not deliver (up to
-    its queue's 64 MiB, srm.replication.writer.PRODUCER_SETTINGS); once they are gone, glibc keeps
+    its queue's 64 MiB, srm.replication.producers.PRODUCER_SETTINGS); once they are gone, glibc keeps
     the pages it freed, and a worker's RSS stepped up by 10-25 MiB for good at each restart of the
     target in bench.soak. Called as an outage ends and at each lease's hand-over
     (srm.replication.resident), and on the driver after each lease (srm.replication.query); it takes
@@ -125,3 +127,23 @@ def slot_outage(cache: ClientCache, job: CopyJob) -> Outage:
     """The outage clock of the job's slot, kept in the worker's client cache across the tasks of one
     run of the flow (a new run, whose digest is its id, starts a new clock)."""
     return cast(Outage, cache.client(("outage", job.flow.name, str(job.slot)), Outage, job.owners_run))
+
+
+def retried(call: Callable[[], T], outage: Outage, timeout_ms: int, where: Callable[[], str], slot: str) -> T:
+    """``call()`` of ``slot``, repeated while it fails with a retriable error, up to ``timeout_ms``
+    (the flow's errors.retry.timeout) from the first failure since the last commit (LastingFaultError)."""
+    from confluent_kafka import KafkaException
+
+    while True:
+        started = time.monotonic()
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if error is None or not error.retriable():
+                raise
+            first = not outage.ongoing
+            outage.failed(error.str(), timeout_ms, where, time.monotonic() - started)
+            if first:
+                log.warning("%s: %s (retrying)", slot, error.str())
+            time.sleep(RETRY_PAUSE_S)

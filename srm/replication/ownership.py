@@ -34,16 +34,19 @@ import uuid
 from concurrent import futures
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, InvariantError, RecordFormatError, SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import OWNERS_TOPIC
-from srm.kafka.topics import assign_partitions, read_to_end
+from srm.kafka.partitions import assign_partitions, read_to_end
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
 
 log = logging.getLogger("srm.replicate")
+
+if TYPE_CHECKING:
+    from srm.replication.job import CopyJob
 
 RUNNING, STOPPED = "running", "stopped"
 TXN_TIMEOUT_S = 60.0
@@ -180,6 +183,27 @@ def fence_producers(target: Cluster, transactional_ids: list[str]) -> None:
         return
     with futures.ThreadPoolExecutor(max_workers=min(8, len(transactional_ids))) as pool:
         list(pool.map(fence, transactional_ids))
+
+
+def fence_others(job: CopyJob) -> None:
+    """A transaction left open holds a copier's read of the progress: a copier of another slot that died
+    with its Python worker (killed, out of memory) keeps it open for transaction.timeout.ms, and
+    the slot's next copier, which would abort it, waits for this lease to end. Its producers
+    fenced, the transaction is aborted now. A live copier fenced by mistake (its transaction
+    held that long by an outage) fails its task, which Spark runs again."""
+    ids = job.others_transactional_ids
+    if not ids:
+        return
+    slot = f"slot {job.slot} of flow {job.flow.name}"
+    log.warning(
+        "%s: a transaction left open holds the read of the progress; fencing the producers of the "
+        "other %d slot(s) of epoch %d (a copier that died with its worker leaves its transaction open)",
+        *(slot, job.slots - 1, job.epoch),
+    )
+    try:
+        fence_producers(job.target, ids)
+    except SrmError as exc:  # the read goes on waiting, up to the transaction's time-out
+        log.warning("%s: %s", slot, exc)
 
 
 class FlowOwner:

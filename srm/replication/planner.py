@@ -29,7 +29,8 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import ClusterUnreachableError, InvariantError
 from srm.kafka import clients
 from srm.kafka.control_lists import ControlReader
-from srm.kafka.topics import list_offsets, offsets_for_time, partition_counts, topic_ids
+from srm.kafka.partitions import list_offsets, offsets_for_time
+from srm.kafka.topics import partition_counts, topic_ids
 from srm.replication import offsets as plan
 from srm.replication.job import CopyRange
 from srm.replication.progress import read_flow_progress

@@ -22,6 +22,24 @@ from srm.replication.clientcache import ClientCache
 
 log = logging.getLogger(__name__)
 
+PRODUCER_SETTINGS = {
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    # What librdkafka may hold before the broker acknowledges it: 100 ms of the brokers' limit
+    # here is ~25 MB at 1 KiB records; more only adds memory (the default is 1 GiB).
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 64 * 1024,
+    "transaction.timeout.ms": 120_000,
+}
+
+
+def delivery_timeout_ms(retry_timeout_ms: int) -> int:
+    """librdkafka's message.timeout.ms for a flow: a record that is not acknowledged within the
+    flow's errors.retry.timeout fails its transaction then, not after the transaction time-out
+    (librdkafka caps it there); between 5 s and PRODUCER_SETTINGS' transaction.timeout.ms."""
+    cap = int(PRODUCER_SETTINGS["transaction.timeout.ms"])
+    return cap if retry_timeout_ms < 0 else max(5_000, min(cap, retry_timeout_ms))
+
 
 class DeliverySink(Protocol):
     def on_delivery(self, error: Any, message: Any) -> None: ...

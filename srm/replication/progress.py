@@ -35,8 +35,8 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.errors import RecordFormatError
 from srm.kafka.internal_topics import history_topic_name, progress_topic_name
+from srm.kafka.partitions import list_offsets, read_to_end
 from srm.kafka.retry import retrying
-from srm.kafka.topics import list_offsets, read_to_end
 from srm.mm2.records import OffsetRunsRecord, ProgressRecord, is_opener
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def read_progress(
     """The progress of ``partitions`` (source topic, partition) in the progress topic (and the
     history it journals to); a partition without any is missing. ``consumer``: a read_committed
     consumer of the target with ``enable.partition.eof``; ``admin``: an admin client of the target.
-    ``on_held``: called once when a transaction left open holds the read (:func:`srm.kafka.topics.read_to_end`)."""
+    ``on_held``: called once when a transaction left open holds the read (:func:`srm.kafka.partitions.read_to_end`)."""
     if not partitions:
         return {}
     wanted = set(partitions)

@@ -17,9 +17,9 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.errors import DataLossError, TopicConflictError
 from srm.kafka.internal_topics import capped_replication_factor
+from srm.kafka.partitions import await_served
 from srm.kafka.topics import (
     NewTopicSpec,
-    await_served,
     cluster_metadata,
     create_partitions,
     describe_configs_of,
@@ -59,7 +59,7 @@ class RemoteTopics:
     def ensure(self, wanted: dict[str, int]) -> None:
         """Make the remote topic of every source topic in ``wanted`` (name -> partitions) ready: it
         exists, has the partitions, and the leaders of those created here hold them (see
-        :func:`srm.kafka.topics.await_served`: a write in between is refused for good)."""
+        :func:`srm.kafka.partitions.await_served`: a write in between is refused for good)."""
         self._ensure(wanted)
         if self.unserved:
             await_served(self.target_admin, sorted(self.unserved))  # ClusterUnreachableError: the next call waits again

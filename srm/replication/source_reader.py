@@ -14,7 +14,8 @@ from typing import Any
 
 from srm.errors import SrmError
 from srm.kafka import clients
-from srm.kafka.topics import list_offsets, partition_leaders
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import partition_leaders
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
 

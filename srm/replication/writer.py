@@ -26,13 +26,10 @@ producer and raises.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
-
-from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from srm.errors import ReplicationError, SrmError
 from srm.kafka import clients
@@ -44,16 +41,16 @@ from srm.replication.history_records import HistoryRecords
 from srm.replication.job import CopyJob
 from srm.replication.journal import ProgressJournal
 from srm.replication.kafka_errors import (
-    FENCED,
-    KNOWN_WRITE_ERRORS,
+    call_error,
     code_name,
     kafka_error,
     transaction_error,
 )
-from srm.replication.outage import Outage, slot_outage
+from srm.replication.outage import Outage, retried, slot_outage
 from srm.replication.partition_state import PartitionState
-from srm.replication.producers import ProducerPair, RoutedProducer, Router
+from srm.replication.producers import PRODUCER_SETTINGS, ProducerPair, RoutedProducer, Router, delivery_timeout_ms
 from srm.replication.progress import progress_group
+from srm.replication.resend import send_again
 from srm.replication.runs import OffsetRun
 from srm.replication.status import StatusWriter
 
@@ -67,28 +64,6 @@ CHUNK_MAX_RECORDS = 200_000
 CHUNK_MAX_BYTES = 128 * 1024 * 1024
 CHUNK_MAX_SECONDS = 10.0
 TXN_TIMEOUT_S = 60.0
-RETRY_PAUSE_S = 0.2  # between two attempts of a transaction call that failed with a retriable error
-# A partition added to a remote topic reaches the metadata of the target's brokers within this.
-METADATA_WAIT_S = 10.0
-METADATA_POLL_S = 0.1
-METADATA_CALL_S = 2.0
-PRODUCER_SETTINGS = {
-    "linger.ms": 5,
-    "batch.size": 1_000_000,
-    # What librdkafka may hold before the broker acknowledges it: 100 ms of the brokers' limit
-    # here is ~25 MB at 1 KiB records; more only adds memory (the default is 1 GiB).
-    "queue.buffering.max.messages": 500_000,
-    "queue.buffering.max.kbytes": 64 * 1024,
-    "transaction.timeout.ms": 120_000,
-}
-
-
-def delivery_timeout_ms(retry_timeout_ms: int) -> int:
-    """librdkafka's message.timeout.ms for a flow: a record that is not acknowledged within the
-    flow's errors.retry.timeout fails its transaction then, not after the transaction time-out
-    (librdkafka caps it there); between 5 s and PRODUCER_SETTINGS' transaction.timeout.ms."""
-    cap = int(PRODUCER_SETTINGS["transaction.timeout.ms"])
-    return cap if retry_timeout_ms < 0 else max(5_000, min(cap, retry_timeout_ms))
 
 
 class TargetWriter:
@@ -179,63 +154,8 @@ class TargetWriter:
         self.history.open(self.producer, state)
 
     def send_again(self, state: PartitionState, message: Any, timestamp: int, headers: Any, exc: Exception) -> None:
-        """The producer refused a record with ``exc``: produce it once its local queue has room, or
-        once its metadata has the record's partition (a remote topic that grew), else raise what
-        the failure means."""
-        value = message.value()
-        looked_up = False
-        while True:
-            if isinstance(exc, BufferError):  # local queue full: let delivery reports drain it
-                self.producer.poll(0.05)
-            elif not looked_up and code_name(kafka_error(exc)) == "_UNKNOWN_PARTITION":
-                looked_up = True
-                if not self._learn_partition(state.range.target_topic, state.range.partition):
-                    break
-            else:
-                break
-            try:
-                self.producer.produce(
-                    state.range.target_topic,
-                    value,
-                    key=message.key(),
-                    partition=state.range.partition,
-                    on_delivery=self.reporters[state],
-                    timestamp=timestamp if timestamp > 0 else 0,
-                    headers=headers,
-                )
-                return
-            except Exception as again:
-                exc = again
-        if self.exactly_once and code_name(kafka_error(exc)) == "_STATE":
-            # A failed transaction refuses every later record ("Erroneous state"): the cause is in
-            # a delivery report, received already or still to come; _flush collects it and raises
-            # it instead. (Never after a fatal error: fenced.)
-            self._flush()
-        raise self.deliveries.write_error(
-            kafka_error(exc), state, message.offset(), len(value) if value else 0
-        ) from None
-
-    def _learn_partition(self, topic: str, partition: int) -> bool:
-        """A record refused as for an unknown partition: the producer's metadata of ``topic`` may
-        predate the partitions the driver added to it before this lease (librdkafka renews it every
-        topic.metadata.refresh.interval.ms, 5 minutes). Ask for the topic's metadata until it has
-        ``partition``, up to METADATA_WAIT_S (a new partition reaches every broker's metadata
-        within it); False if it never does: the partition is gone."""
-        from confluent_kafka import KafkaException
-
-        def knows() -> bool:
-            with contextlib.suppress(KafkaException):  # the target does not answer: ask again
-                found = self.producer.list_topics(topic, timeout=METADATA_CALL_S).topics.get(topic)
-                return found is not None and found.error is None and partition in found.partitions
-            return False
-
-        waits = Retrying(
-            retry=retry_if_result(lambda known: not known),
-            stop=stop_after_delay(METADATA_WAIT_S),
-            wait=wait_fixed(METADATA_POLL_S),
-            retry_error_callback=lambda _: False,
-        )
-        return bool(waits(knows))
+        """The producer refused a record with ``exc`` (srm.replication.resend)."""
+        send_again(self, state, message, timestamp, headers, refused=exc)
 
     def produced(self, records: int, size: int) -> None:
         """The copy loop produced ``records`` more records of ``size`` bytes of values in all."""
@@ -317,14 +237,14 @@ class TargetWriter:
             for state in quiet:
                 self._progress(state)
             self._report(states, now)
-            self._flush()
+            self.flush()
             restarts = journal.mark.restarts
             restated = journal.restate(states, due, restarts)
             pending = [self.history.write(self.producer, s) for s in dirty]
             if self.exactly_once:
                 self._transactional(lambda: self.producer.commit_transaction(self._call_timeout()))
             else:
-                self._flush()
+                self.flush()
         except (ReplicationError, TransactionAborted):
             self.abort()
             raise
@@ -394,7 +314,7 @@ class TargetWriter:
         self.in_transaction = True
         self.chunk_started = time.monotonic()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         self.deliveries.flush(self.producer, self.in_transaction)
 
     def _progress(self, state: PartitionState, history_from: int = -1) -> None:
@@ -443,24 +363,9 @@ class TargetWriter:
         return f"flow {self.job.flow.name}: {self._slot} writing to {t.alias} ({t.describe()})"
 
     def _retry(self, call: Callable[[], T], slot: str | None = None) -> T:
-        """``call()``, repeated while it fails with a retriable error, up to the flow's
-        errors.retry.timeout from the first failure since the last commit (LastingFaultError)."""
-        from confluent_kafka import KafkaException
-
-        while True:
-            started = time.monotonic()
-            try:
-                return call()
-            except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                if error is None or not error.retriable():
-                    raise
-                first = not self.outage.ongoing
-                waited = time.monotonic() - started
-                self.outage.failed(error.str(), self.job.flow.settings.errors_retry_timeout_ms, self.where, waited)
-                if first:
-                    log.warning("%s: %s (retrying)", slot or self._slot, error.str())
-                time.sleep(RETRY_PAUSE_S)
+        """``call()``, repeated while it fails with a retriable error (srm.replication.outage.retried)."""
+        timeout_ms = self.job.flow.settings.errors_retry_timeout_ms
+        return retried(call, self.outage, timeout_ms, self.where, slot or self._slot)
 
     def _transactional(self, call: Callable[[], None]) -> None:
         """A call inside the open transaction: retriable errors repeat it, abortable ones abort."""
@@ -487,20 +392,4 @@ class TargetWriter:
     def _api_error(self, exc: Exception, doing: str) -> ReplicationError:
         """A failed transaction call: the producer is dropped, so the next task starts afresh."""
         self._drop_producers()
-        error = kafka_error(exc)
-        name = code_name(error)
-        if name in FENCED:
-            return ProducerFencedError(
-                f"{self._slot} on {self.job.target.alias} was fenced while {doing}: a newer writer of this "
-                "slot or a newer owner of the flow took over; the open transaction is aborted"
-            )
-        if name in KNOWN_WRITE_ERRORS:
-            return transaction_error(error, self.job.source, self.job.target, doing, self.transaction_topics)
-        detail = error.str() if hasattr(error, "str") else str(error)
-        return ReplicationError(
-            f"{doing} on {self.job.target.alias} ({self.job.target.describe()}) failed for {self._slot}: {detail}"
-        )
-
-
-class ProducerFencedError(ReplicationError):
-    """This slot's producer was fenced: the copier checks who owns the flow now."""
+        return call_error(exc, doing, self._slot, self.job.source, self.job.target, topics=self.transaction_topics)

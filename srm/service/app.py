@@ -27,11 +27,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from srm.config.dag_ids import FAILOVER_DAG_ID, dag_id
+from srm.config.dag_ids import dag_id
 from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, SrmError, UsageError
 from srm.offsets.api import Direction, translate
 from srm.service import exposition, metrics
+from srm.service.airflow_auth import airflow_flow_access, airflow_paused, failover_dag_reader
 from srm.service.monitor import ConfigSource, Monitor
 from srm.service.series import MAX_SAMPLES, Window
 from srm.service.snapshot import Snapshot, iso, issue_text, redact
@@ -84,7 +85,7 @@ def create_app(
 
         user = get_user
     if groups_reader is None:
-        groups_reader = _failover_dag_reader()
+        groups_reader = failover_dag_reader()
     app = FastAPI(
         title="Streams Replication Manager REST API",
         description="SRM Service v2 paths over this project's warehouse. Authenticate as for Airflow's "
@@ -109,34 +110,6 @@ def create_app(
     app.include_router(_described(app), dependencies=[Depends(authenticated)])
     app.include_router(_scrape())
     return app
-
-
-def airflow_flow_access(user: Any, flow: Flow) -> bool:
-    """Read access to the flow's replicate DAG, as Airflow's auth manager says."""
-    from airflow.api_fastapi.app import get_auth_manager
-    from airflow.api_fastapi.auth.managers.models.resource_details import DagDetails
-
-    return bool(
-        get_auth_manager().is_authorized_dag(method="GET", details=DagDetails(id=dag_id(flow, "replicate")), user=user)
-    )
-
-
-def airflow_paused(dag_ids: list[str]) -> dict[str, bool]:
-    """Which of ``dag_ids`` are paused, from Airflow's database (the API server's own session)."""
-    from airflow.models.dag import DagModel
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
-
-    with create_session() as session:
-        rows = session.execute(select(DagModel.dag_id, DagModel.is_paused).where(DagModel.dag_id.in_(dag_ids)))
-        return {dag_id: bool(is_paused) for dag_id, is_paused in rows}
-
-
-def _failover_dag_reader() -> Callable[..., Any]:
-    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-    from airflow.api_fastapi.core_api.security import requires_access_dag
-
-    return requires_access_dag("GET", DagAccessEntity.RUN, param_dag_id=FAILOVER_DAG_ID)
 
 
 async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:

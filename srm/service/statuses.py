@@ -18,7 +18,7 @@ from srm.config.model import Cluster, Flow
 from srm.errors import SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import status_topic_name
-from srm.kafka.topics import read_to_end
+from srm.kafka.partitions import read_to_end
 from srm.replication.status import LeaseStatus
 
 log = logging.getLogger(__name__)

@@ -14,28 +14,20 @@ from srm.spark.session import DEFAULT_MASTER, MALLOC_ARENA_MAX, is_local, job_co
 
 # srm/jobs/replicate.py's --mode: continuous (leases, until stopped; its default) or one bounded pass.
 REPLICATION_MODES = ("continuous", "available-now")
-# The driver's heap starts at this size and never shrinks below it. Left alone, G1 shrank a
-# continuous job's driver heap from its initial 384 MiB to ~115 MiB once the job had started
-# (at the end of a marking cycle), which left its old generation above the occupancy that starts
-# another cycle: every lease change then cost three collections of 16-27 ms, each taking both
-# cores of a 2-core machine from the copiers (``jstat -gc`` on the driver, 2026-11-26). With the
-# floor no collection ran during a 70 s load, and the records a lease change slowed past 20 ms
-# fell from 2,700-3,400 to 400-700 (``bench.latency --rate 5000`` loads of 70 s; bench/REPORT.md).
-# Spark refuses a driver heap under 450 MiB, so the floor is never above its -Xmx. Only a
-# continuous replication job gets it: a job without leases (available-now, checkpoints) has no
-# such pauses to avoid, and the floor kept ~100 MiB more of its driver resident (peak PSS of
-# bench.available_now at 100 B: 827-845 MiB without it, 931-947 with it, 2026-11-27).
-# Its pages are touched at the start (-XX:+AlwaysPreTouch): with the floor alone, the driver's RSS
-# climbed from ~420 to ~560 MiB over each run's first 15-20 minutes of bench.soak as G1 reached heap
-# pages it had not used yet, so memory looked like a leak for the first quarter of an hour.
+# The driver's heap starts at this size and never shrinks below it. Left alone, G1 shrank a continuous
+# job's driver heap once the job had started, which left its old generation above the occupancy that
+# starts a marking cycle: every lease change then cost collections that took both cores of a 2-core
+# machine from the copiers. Spark refuses a driver heap under 450 MiB, so the floor is never above
+# its -Xmx. Only a continuous replication job gets it: a job without leases (available-now,
+# checkpoints) has no such pauses to avoid and would keep ~100 MiB more of its driver resident. Its
+# pages are touched at the start (-XX:+AlwaysPreTouch), so that the driver's RSS does not climb over
+# the first quarter of an hour as G1 reaches pages it had not used yet, which looked like a leak.
 DRIVER_HEAP_FLOOR = "384m"
 # A continuous job's driver compiles with C1 only (HotSpot's quick compiler, no profiling, no C2).
-# The driver's JVM idles while a lease runs (the copying is in the Python workers) and runs the
-# same code once per lease change, so its methods reach the next tier's thresholds lease after
-# lease: with tiered compilation C2 took a whole core for ~300 ms at every change (perf, the 4th
-# and 5th lease of a run: 199-249 of ~1,400 samples in 0.9 s, the brokers and copiers waiting
-# for the CPU). With C1 alone, 19-28. At 50,000 records/s with 10 s leases, four alternating
-# pairs of bench.latency runs: p99 13.5-15.6 ms against 16.6-19.5 (bench/REPORT.md, "Latency").
+# The driver's JVM idles while a lease runs (the copying is in the Python workers) and runs the same
+# code once per lease change, so its methods reach the next tier's thresholds lease after lease:
+# with tiered compilation C2 took a whole core for ~300 ms at every change, while the brokers and
+# copiers waited for the CPU. The measurements of both: docs/benchmarks/lab-notes.md.
 LEASE_DRIVER_JVM_OPTIONS = (f"-Xms{DRIVER_HEAP_FLOOR}", "-XX:+AlwaysPreTouch", "-XX:TieredStopAtLevel=1")
 
 

@@ -12,7 +12,8 @@ import pytest
 from srm.config import SrmConfig
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name, progress_topic_name
-from srm.kafka.topics import delete_records_before, ensure_topic, list_offsets
+from srm.kafka.partitions import delete_records_before, list_offsets
+from srm.kafka.topics import ensure_topic
 from srm.mm2.records import ProgressRecord
 from srm.offsets.api import Translator
 from srm.offsets.history import load_history

@@ -19,7 +19,8 @@ from srm.config import SrmConfig
 from srm.devenv.local import LocalClusters
 from srm.errors import DataLossError, LastingFaultError, ReplicationError
 from srm.kafka import clients
-from srm.kafka.topics import ensure_topic, list_offsets
+from srm.kafka.partitions import list_offsets
+from srm.kafka.topics import ensure_topic
 from srm.replication.launch import start_replication
 from tests.conftest import bootstrap, broker_pid
 from tests.helpers import produce

@@ -26,7 +26,8 @@ from srm.kafka.internal_topics import (
     history_topic_name,
     progress_topic_name,
 )
-from srm.kafka.topics import HELD_S, broker_count, ensure_topic, list_offsets, partition_counts
+from srm.kafka.partitions import HELD_S, list_offsets
+from srm.kafka.topics import broker_count, ensure_topic, partition_counts
 from srm.mm2.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
 from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.ownership import copy_transactional_ids, fence_producers

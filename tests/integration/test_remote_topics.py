@@ -14,7 +14,8 @@ from confluent_kafka.admin import OffsetSpec
 from srm.config import SrmConfig
 from srm.errors import ClusterUnreachableError
 from srm.kafka import clients
-from srm.kafka.topics import NewTopicSpec, await_served, ensure_topics
+from srm.kafka.partitions import await_served
+from srm.kafka.topics import NewTopicSpec, ensure_topics
 from srm.replication.remote_topics import RemoteTopics
 from tests.replication import make_env
 

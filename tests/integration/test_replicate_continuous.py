@@ -13,7 +13,8 @@ import pytest
 from srm.config import SrmConfig
 from srm.kafka import clients
 from srm.kafka.internal_topics import progress_topic_name
-from srm.kafka.topics import create_partitions, ensure_topic, partition_counts, read_to_end
+from srm.kafka.partitions import read_to_end
+from srm.kafka.topics import create_partitions, ensure_topic, partition_counts
 from srm.mm2.records import ProgressRecord
 from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.launch import start_replication

@@ -10,7 +10,8 @@ import pytest
 from srm.config import SrmConfig
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name
-from srm.kafka.topics import describe_topic_configs, ensure_topic, read_to_end
+from srm.kafka.partitions import read_to_end
+from srm.kafka.topics import describe_topic_configs, ensure_topic
 from srm.mm2.records import OffsetRunsRecord, OffsetSync, is_opener
 from srm.storage.warehouse import METRICS, SYNC_HISTORY
 from tests.helpers import produce, read_all

@@ -113,7 +113,8 @@ def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
     from confluent_kafka import KafkaException
 
     from srm.kafka.internal_topics import ensure_internal_topic, owners_topic
-    from srm.kafka.topics import broker_count, read_to_end
+    from srm.kafka.partitions import read_to_end
+    from srm.kafka.topics import broker_count
     from srm.replication.ownership import FlowOwner, copy_transactional_ids
 
     topic = unique("own-fence")

@@ -11,7 +11,8 @@ from srm.config import SrmConfig
 from srm.config.model import Cluster
 from srm.errors import RecordFormatError
 from srm.kafka import clients
-from srm.kafka.topics import ensure_topic, read_to_end
+from srm.kafka.partitions import read_to_end
+from srm.kafka.topics import ensure_topic
 from srm.mm2.records import Checkpoint, Heartbeat, OffsetSync
 from tests.helpers import produce, read_all
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from srm.replication import copier, source_reader
+from srm.replication import copier, drain, source_reader
 from srm.replication.copier import CopyLoop, commit_or_rewind
 from srm.replication.job import OPEN_END, CopyJob, CopyRange, Loss
 from srm.replication.losses import RETENTION, starting_point
@@ -244,7 +244,7 @@ def test_a_target_that_times_out_every_delivery_ends_the_copy_at_the_bound_with_
     no_broker: dict[str, Any],
 ) -> None:
     from srm.errors import LastingFaultError
-    from srm.replication.copier import copy_to_end
+    from srm.replication.drain import copy_to_end
     from srm.replication.outage import Outage
 
     no_broker["progress"] = {KEY: Progress(2, "id-1")}
@@ -305,7 +305,7 @@ def test_a_slot_hands_its_lasting_fault_to_the_driver_with_what_it_committed_bef
         faults.append(LastingFaultError("flow a->b: ... failing since T"))
         return [committed]
 
-    monkeypatch.setattr(copier, "copy_to_end", failing)
-    payloads, fault = split_faults(copier.run_slot(available_now(5)))
+    monkeypatch.setattr(drain, "copy_to_end", failing)
+    payloads, fault = split_faults(drain.run_slot(available_now(5)))
     assert fault == "flow a->b: ... failing since T"
     assert [p["row"]["next_offset"] for p in payloads] == [3], "the chunks committed before it are accounted"

@@ -34,3 +34,14 @@ def test_an_import_of_an_upper_layer_breaks_the_contract(tmp_path: Path) -> None
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "srm.kafka.retry -> srm.service.app" in result.stdout, result.stdout
+
+
+def test_modules_stay_small_and_the_package_root_holds_only_the_shared_few() -> None:
+    """A module past 400 lines holds more than one concern; the package's root holds only what every
+    layer shares (the errors, where files go, tables for people)."""
+    package = project_root() / "srm"
+    lines = {str(p.relative_to(package)): len(p.read_text().splitlines()) for p in package.rglob("*.py")}
+    long = {name: n for name, n in lines.items() if n > 400}
+    assert long == {}, long
+    root = sorted(p.name for p in package.glob("*.py"))
+    assert root == ["__init__.py", "console.py", "errors.py", "paths.py"], root

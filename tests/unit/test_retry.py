@@ -112,7 +112,7 @@ def test_the_unreachable_error_carries_the_alias_of_the_cluster_called() -> None
 
 
 def test_reading_an_internal_topic_without_its_acl_fails_at_once_naming_it() -> None:
-    from srm.kafka.topics import read_to_end
+    from srm.kafka.partitions import read_to_end
 
     class Denied:  # what librdkafka hands a consumer whose principal may not read the topic
         def error(self) -> KafkaError:

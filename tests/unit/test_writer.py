@@ -15,9 +15,10 @@ from confluent_kafka import KafkaError, KafkaException
 from srm.mm2.records import OffsetRunsRecord, ProgressRecord, is_opener
 from srm.replication.deliveries import TransactionAborted
 from srm.replication.job import OPEN_END, CopyJob, CopyRange, Lease, PartitionResult
+from srm.replication.kafka_errors import ProducerFencedError
 from srm.replication.partition_state import PartitionState
 from srm.replication.producers import RoutedProducer, Router
-from srm.replication.writer import ProducerFencedError, TargetWriter
+from srm.replication.writer import TargetWriter
 from tests.unit.test_ownership import flow
 
 HISTORY, PROGRESS, REMOTE = "srm-offset-syncs.a.internal", "srm-offsets.a.internal", "a.t"
@@ -303,9 +304,9 @@ def test_a_partition_the_producer_does_not_know_yet_is_looked_up_and_its_record_
 
 def test_a_partition_the_target_never_shows_is_gone_after_the_metadata_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     from srm.errors import RemoteTopicGoneError
-    from srm.replication import writer as writer_module
+    from srm.replication import resend
 
-    monkeypatch.setattr(writer_module, "METADATA_WAIT_S", 0.3)
+    monkeypatch.setattr(resend, "METADATA_WAIT_S", 0.3)
     cache, copy_job = FakeCache(), job(continuous=True)
     writer = TargetWriter(copy_job, cache)  # type: ignore[arg-type]
     state = partition_state(copy_job)
@@ -331,7 +332,7 @@ def test_a_fenced_writer_drops_its_producers_and_says_a_newer_writer_took_over()
 
 
 def test_a_record_fails_its_transaction_within_the_flows_retry_bound_not_after_the_transaction_time_out() -> None:
-    from srm.replication.writer import delivery_timeout_ms
+    from srm.replication.producers import delivery_timeout_ms
 
     assert delivery_timeout_ms(20_000) == 20_000
     assert delivery_timeout_ms(300_000) == 120_000, "librdkafka caps it at transaction.timeout.ms"
@@ -345,6 +346,7 @@ def test_a_producer_that_cannot_start_past_the_bound_is_a_lasting_fault_naming_w
     from confluent_kafka import KafkaError, KafkaException
 
     from srm.errors import LastingFaultError
+    from srm.replication import outage as outage_module
     from srm.replication import writer as writer_module
     from srm.replication.outage import Outage
 
@@ -362,7 +364,7 @@ def test_a_producer_that_cannot_start_past_the_bound_is_a_lasting_fault_naming_w
     ticks = iter(range(0, 1000, 40))
     cache.kept[("outage", copy_job.flow.name, "0")] = writer.outage = Outage(clock=lambda: float(next(ticks)))
     monkeypatch.setattr(writer_module.clients, "producer", lambda *a, **k: Frozen())
-    monkeypatch.setattr(writer_module, "RETRY_PAUSE_S", 0.0)
+    monkeypatch.setattr(outage_module, "RETRY_PAUSE_S", 0.0)
     with pytest.raises(LastingFaultError, match=r"^flow a->b: slot 0 copying t\[0\] at offset 7: failing since "):
         writer._build_producer("srm-replicate.a.b.1.0")
     assert Frozen.calls > 1, "retried within the bound"
