@@ -60,7 +60,7 @@ COPY dags dags
 COPY plugins plugins
 COPY conf conf
 RUN uv pip install -q --no-cache --python .venv/bin/python --no-deps -e . \
-    && mkdir -p data/warehouse data/checkpoints .local /opt/airflow /var/lib/kafka/data /var/lib/kafka/config \
+    && mkdir -p data/warehouse data/plan-logs .local /opt/airflow /var/lib/kafka/data /var/lib/kafka/config \
     && chown -R srm:0 data .local /opt/airflow /var/lib/kafka && chmod -R g+w data .local /opt/airflow /var/lib/kafka \
     && install -d -o srm -g 0 -m 750 secrets
 USER srm

@@ -75,7 +75,7 @@ def flow_config(
                 **settings,
             }
         ],
-        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
+        "storage": {"warehouse": str(tmp / "warehouse"), "plan_logs": str(tmp / "plan-logs")},
     }
     path = tmp / "bench.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

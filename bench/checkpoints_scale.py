@@ -26,7 +26,7 @@ from typing import Any
 
 from bench import latency
 from bench.available_now import flow_config
-from bench.scale import fill_partitions
+from bench.common import fill_partitions
 from bench.soak.job import PASS_LINE
 from bench.usage import Usage
 from srm.config import load_config

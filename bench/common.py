@@ -1,9 +1,16 @@
-"""What several benchmarks share: percentiles, and the load Kafka's own producer makes."""
+"""What several benchmarks share: percentiles, the load Kafka's own producer makes, records written
+into partitions."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from srm.config.model import Cluster
+from srm.kafka import clients
+from srm.kafka.partitions import await_served
+
+FILL_TIMEOUT_S = 120.0
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -22,3 +29,30 @@ def producer_performance_args(bootstrap: str, topic: str, records: int, size: in
         *("--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1"),
         *("--bootstrap-server", bootstrap, "--command-property", "acks=all", "linger.ms=10", "batch.size=262144"),
     ]
+
+
+def fill_partitions(
+    source: Cluster,
+    keys: list[tuple[str, int]],
+    records: int,
+    size: int = 100,
+    value: Callable[[int], bytes] | None = None,
+) -> None:
+    """``records`` records of ``size`` bytes into each of ``keys`` (topic, partition), a partition's
+    records together (batches of many), once the leaders of the just-created partitions hold them.
+    ``value``: the value of a partition's i-th record, instead of ``size`` bytes."""
+    producer = clients.producer(source, **{"linger.ms": 20})
+    await_served(clients.admin_client(source), keys, FILL_TIMEOUT_S)  # the leaders hold them: no produce refused
+    fixed = b"s" * size
+    for topic, partition in keys:
+        for i in range(records):
+            while True:
+                try:
+                    producer.produce(topic, fixed if value is None else value(i), partition=partition)
+                    break
+                except BufferError:  # its queue is full (100,000 records): let acknowledgements drain it
+                    producer.poll(0.1)
+        producer.poll(0)
+    if producer.flush(FILL_TIMEOUT_S):
+        topics = len({t for t, _ in keys})
+        raise RuntimeError(f"records to {topics} topics not acknowledged within {FILL_TIMEOUT_S:.0f} s")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.available_now import flow_config
+from bench.common import fill_partitions
 from bench.mm2 import mm2_properties
 from srm.config import load_config
 from srm.config.model import Cluster
@@ -33,16 +34,6 @@ from srm.kafka.partitions import read_to_end
 from srm.kafka.topics import ensure_topic, partition_counts
 from srm.mm2.records import Checkpoint
 from srm.spark.submit import spark_submit_command, submit_environment
-
-
-def fill(cluster: Cluster, topic: str, partitions: int, per_partition: int) -> None:
-    producer = clients.producer(cluster, **{"enable.idempotence": True, "linger.ms": 20})
-    for p in range(partitions):
-        for offset in range(per_partition):
-            producer.produce(topic, value=str(offset).encode(), partition=p)
-            if offset % 10_000 == 0:
-                producer.poll(0)
-    producer.flush(60)
 
 
 def checkpoints(target: Cluster, topic: str, group: str) -> dict[int, int]:
@@ -141,7 +132,7 @@ def run(config_path: Path, per_partition: int, partitions: int) -> dict[str, Any
     source, target = config.cluster(flow.source), config.cluster(flow.target)
     topic, group = f"bench-fo-{uuid.uuid4().hex[:8]}", f"bench-fo-group-{uuid.uuid4().hex[:6]}"
     ensure_topic(clients.admin_client(source), topic, partitions)
-    fill(source, topic, partitions, per_partition)
+    fill_partitions(source, [(topic, p) for p in range(partitions)], per_partition, value=lambda i: str(i).encode())
     committed = {p: (p * 1237 + 37) % per_partition for p in range(partitions)}
     consumer = clients.consumer(source, group)
     from confluent_kafka import TopicPartition

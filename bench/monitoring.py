@@ -37,8 +37,7 @@ import yaml
 from bench import latency
 from bench.available_now import flow_config
 from bench.checkpoints_scale import fill, submit
-from bench.common import percentile
-from bench.scale import fill_partitions
+from bench.common import fill_partitions, percentile
 from srm.config import load_config
 from srm.devenv.local import LocalClusters
 from srm.paths import local_dir

@@ -74,7 +74,7 @@ def config_file(folder: Path) -> Path:
             alias: {"bootstrap.servers": f"127.0.0.1:{port}"} for alias, port in zip(FLOW, (1, 2), strict=True)
         },
         "flows": [{"source": FLOW[0], "target": FLOW[1]}],
-        "storage": {"warehouse": str(folder / "warehouse"), "checkpoints": str(folder / "checkpoints")},
+        "storage": {"warehouse": str(folder / "warehouse"), "plan_logs": str(folder / "plan-logs")},
     }
     path = folder / "srm.yaml"
     path.write_text(yaml.safe_dump(data))

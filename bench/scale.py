@@ -35,17 +35,16 @@ from typing import Any
 import psutil
 
 from bench import available_now, latency, mm2, replicators
+from bench.common import fill_partitions
 from bench.watch import POLL_S, RecordWatch, visible_records
 from srm.config import load_config
 from srm.config.model import Cluster
 from srm.kafka import clients
-from srm.kafka.partitions import await_served
 from srm.kafka.topics import NewTopicSpec, ensure_topic, ensure_topics, partition_counts
 
 MM2_REFRESH = ("refresh.topics.interval.seconds = 5",)
 CATCH_UP_TIMEOUT_S = 600.0
 NEW_TOPIC_TIMEOUT_S = 120.0
-FILL_TIMEOUT_S = 120.0
 IDLE_SETTLE_S = 60.0  # after the remote topics exist: start-up work done (MM2's first refresh, our first leases)
 IDLE_WINDOW_S = 180.0
 
@@ -72,26 +71,6 @@ def ratio(ours: float | None, theirs: float | None) -> float | None:
 def fill_topics(source: Cluster, names: list[str], per_topic: int) -> None:
     ensure_topics(clients.admin_client(source), [NewTopicSpec(name, 1) for name in names])
     fill_partitions(source, [(name, 0) for name in names], per_topic)
-
-
-def fill_partitions(source: Cluster, keys: list[tuple[str, int]], records: int, size: int = 100) -> None:
-    """``records`` records of ``size`` bytes into each of ``keys`` (topic, partition), a partition's
-    records together (batches of many), once the leaders of the just-created partitions hold them."""
-    producer = clients.producer(source, **{"linger.ms": 20})
-    await_served(clients.admin_client(source), keys, FILL_TIMEOUT_S)  # the leaders hold them: no produce refused
-    value = b"s" * size
-    for topic, partition in keys:
-        for _ in range(records):
-            while True:
-                try:
-                    producer.produce(topic, value, partition=partition)
-                    break
-                except BufferError:  # its queue is full (100,000 records): let acknowledgements drain it
-                    producer.poll(0.1)
-        producer.poll(0)
-    if producer.flush(FILL_TIMEOUT_S):
-        topics = len({t for t, _ in keys})
-        raise RuntimeError(f"records to {topics} topics not acknowledged within {FILL_TIMEOUT_S:.0f} s")
 
 
 def new_topic_seconds(source: Cluster, target: Cluster, name: str, remote: str) -> float | None:

@@ -65,7 +65,7 @@ def offline_config(folder: Path) -> Path:
     data = {
         "clusters": {"west": {"bootstrap.servers": "127.0.0.1:1"}, "east": {"bootstrap.servers": "127.0.0.1:2"}},
         "flows": [{"source": "west", "target": "east"}],
-        "storage": {"warehouse": str(folder / "warehouse"), "checkpoints": str(folder / "checkpoints")},
+        "storage": {"warehouse": str(folder / "warehouse"), "plan_logs": str(folder / "plan-logs")},
     }
     path = folder / "srm.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -20,7 +20,7 @@ import yaml
 from srm.config import SrmConfig, load_config
 from srm.config.model import Cluster, Flow
 from srm.kafka import clients
-from srm.replication.launch import await_query, start_replication
+from srm.replication.launch import await_run, start_replication
 from srm.storage.warehouse import Warehouse
 
 
@@ -46,8 +46,8 @@ class Env:
     def warehouse(self) -> Warehouse:
         return Warehouse(self.config.storage.warehouse)
 
-    def checkpoint(self, flow: Flow) -> str:
-        return str(self.tmp / "checkpoints" / f"{flow.source}_to_{flow.target}")
+    def plan_log(self, flow: Flow) -> str:
+        return str(self.tmp / "plan-logs" / f"{flow.source}_to_{flow.target}")
 
     def rewrite(self, **flow_settings: Any) -> None:
         """Change the first flow's settings in the YAML file (a running job picks it up)."""
@@ -92,7 +92,7 @@ def make_env(
         "defaults": {**SINGLE_BROKER, **defaults},
         "clusters": clusters,
         "flows": [{**f, "source": names[f["source"]], "target": names[f["target"]]} for f in flows],
-        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
+        "storage": {"warehouse": str(tmp / "warehouse"), "plan_logs": str(tmp / "plan-logs")},
     }
     if monitoring:
         data["monitoring"] = monitoring
@@ -104,8 +104,8 @@ def make_env(
 def replicate(spark: Any, env: Env, flow: Flow | None = None) -> None:
     """One available-now run of ``flow`` in the test session's Spark."""
     flow = flow or env.flow()
-    query = start_replication(spark, env.config, flow, "available-now", checkpoint=env.checkpoint(flow))
-    await_query(query)
+    run = start_replication(spark, env.config, flow, "available-now", plan_log=env.plan_log(flow))
+    await_run(run)
 
 
 def sequenced(partitions: int, count: int, start: int = 0, size: int = 64) -> list[dict[str, Any]]:

@@ -87,7 +87,7 @@ def secured_env(
             for side in SIDES
         },
         "flows": [{"source": names["west"], "target": names["east"], **flow}],
-        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
+        "storage": {"warehouse": str(tmp / "warehouse"), "plan_logs": str(tmp / "plan-logs")},
     }
     path = tmp / "srm.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -127,7 +127,7 @@ class Soak:
                     "emit.checkpoints.interval.seconds": int(self.options.checkpoints_s),
                 }
             ],
-            "storage": {"warehouse": str(self.workdir / "warehouse"), "checkpoints": str(self.workdir / "checkpoints")},
+            "storage": {"warehouse": str(self.workdir / "warehouse"), "plan_logs": str(self.workdir / "plan-logs")},
         }
 
     # --- helpers for the faults ---------------------------------------------------------------

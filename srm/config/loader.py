@@ -8,7 +8,7 @@ Top level::
                 local, source_defaults: {<settings>}, target_defaults: {<settings>}}
     flows:
       - {source: <alias>, target: <alias>, <settings>}
-    storage:   {warehouse, checkpoints}
+    storage:   {warehouse, plan_logs}
     monitoring: {prometheus.token.file,          # the bearer token Prometheus scrapes /srm/metrics with
                  refresh.seconds}                # how often the monitoring service looks (default 10)
 
@@ -42,8 +42,9 @@ class StorageSpec(BaseModel):
     warehouse: str | None = Field(None, min_length=1)
     """Where the Delta tables of metrics and sync history live: a path or a URI (default: `.local/warehouse`
     of the checkout)."""
-    checkpoints: str | None = Field(None, min_length=1)
-    """Where the replicate jobs keep their plan logs: a path or a URI (default: `.local/checkpoints` of the
+    plan_logs: str | None = Field(None, min_length=1)
+    """Where the replicate jobs keep their plan logs (the batches and leases planned, which keep the
+    warehouse's appends idempotent across restarts): a path or a URI (default: `.local/plan-logs` of the
     checkout)."""
 
 
@@ -169,7 +170,7 @@ class _Builder:
 
     def _storage(self, raw: Any) -> Storage:
         """Relative paths are relative to the configuration file's folder; URIs are kept."""
-        defaults = {"warehouse": str(local_dir() / "warehouse"), "checkpoints": str(local_dir() / "checkpoints")}
+        defaults = {"warehouse": str(local_dir() / "warehouse"), "plan_logs": str(local_dir() / "plan-logs")}
         if raw is None:
             return Storage(**defaults)
         try:

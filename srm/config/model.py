@@ -117,7 +117,7 @@ class Storage(_Frozen):
     """Where the warehouse tables and the replicate jobs' plan logs live (absolute paths or URIs)."""
 
     warehouse: str
-    checkpoints: str
+    plan_logs: str
 
 
 class Monitoring(_Frozen):

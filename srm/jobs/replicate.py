@@ -34,7 +34,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--target", required=True, help="target cluster alias")
     parser.add_argument("--mode", choices=REPLICATION_MODES, default=REPLICATION_MODES[0])
     parser.add_argument("--config", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
-    parser.add_argument("--checkpoint", help="checkpoint location: the plan log (default: storage.checkpoints/<flow>)")
+    parser.add_argument("--plan-log", help="where the plan log is (default: storage.plan_logs/<source>_to_<target>)")
     parser.add_argument("--master", help="Spark master (default: local[*, 4] unless spark-submit sets one)")
     parser.add_argument("--invoker", help="who runs this job, shown to a run that takes the flow over")
     return parser.parse_args(argv)
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start_logging()
     try:
         config, flow, spark = flow_session(args, "replicate")
-        run = start_replication(spark, config, flow, args.mode, checkpoint=args.checkpoint, invoker=args.invoker)
+        run = start_replication(spark, config, flow, args.mode, plan_log=args.plan_log, invoker=args.invoker)
         stop_on_signals(run)
         run.wait()
     except SrmError as exc:

@@ -47,7 +47,7 @@ class BatchRunner:
 
     def __init__(self, spark: Any, config: SrmConfig, flow: Flow, query_id: str, owner: FlowOwner) -> None:
         self.spark = spark
-        # The Spark job group of the copy jobs: cancelling it (the query stops) stops a running one.
+        # The Spark job group of the copy jobs: cancelling it (the run loop stops) stops a running one.
         self.job_group = f"srm {flow.name} {uuid.uuid4().hex[:8]}"
         self.config = config
         self.flow = flow
@@ -59,7 +59,7 @@ class BatchRunner:
         self.target_admin = clients.admin_client(self.target)
         self.remote_topics = RemoteTopics(flow, self.target, self.source_admin, self.target_admin, self._gone)
         self.history_topic = history_topic_name(flow)
-        # Warehouse appends are idempotent per (query, this run, batch): a batch replayed after a
+        # Warehouse appends are idempotent per (plan log, this run, batch): a batch replayed after a
         # restart describes what the replay did (usually nothing left to copy), never double counts.
         self.accounting = Accounting(
             config, flow, query_id, owner.run, source_admin=self.source_admin, target_admin=self.target_admin
@@ -77,11 +77,11 @@ class BatchRunner:
     @property
     def ownership(self) -> Ownership:
         if self.owner.current is None:
-            raise InvariantError("batch: the flow is claimed before its query starts")
+            raise InvariantError("batch: the flow is claimed before its run loop starts")
         return self.owner.current
 
     def __call__(self, ranges: list[CopyRange], batch_id: int, phases: Phases | None = None) -> None:
-        """``phases``: started when the query began to plan this batch."""
+        """``phases``: started when the run loop began to plan this batch."""
         phases = phases or Phases()
         log.debug("flow %s batch %d plan: %s", self.flow.name, batch_id, ranges)
         if not ranges:

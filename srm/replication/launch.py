@@ -18,8 +18,8 @@ log = logging.getLogger("srm.replicate")
 FAILED_CLOSE_S = 15.0  # ReplicationRun: the accounting's and the stop record's time after a failure
 
 
-def checkpoint_dir(config: SrmConfig, flow: Flow) -> str:
-    return locations.join(config.storage.checkpoints, f"{flow.source}_to_{flow.target}")
+def plan_log_dir(config: SrmConfig, flow: Flow) -> str:
+    return locations.join(config.storage.plan_logs, f"{flow.source}_to_{flow.target}")
 
 
 def start_replication(
@@ -28,11 +28,12 @@ def start_replication(
     flow: Flow,
     mode: str,
     *,
-    checkpoint: str | None = None,
+    plan_log: str | None = None,
     invoker: str | None = None,
 ) -> ReplicationRun:
-    """Claim ``flow`` and start its query: ``available-now`` drains what is there and
-    stops; ``continuous`` runs lease after lease until stopped."""
+    """Claim ``flow`` and start its run loop: ``available-now`` drains what is there and
+    stops; ``continuous`` runs lease after lease until stopped. ``plan_log``: where its plan log is
+    (default: storage.plan_logs/<source>_to_<target>)."""
     from srm.kafka import clients
     from srm.kafka.internal_topics import ensure_internal_topic, flow_internal_topics
     from srm.kafka.topics import broker_count
@@ -41,32 +42,32 @@ def start_replication(
     from srm.replication.ownership import FlowOwner
     from srm.replication.plan_log import PlanLog
     from srm.replication.planner import Planner
-    from srm.replication.query import FlowQuery
+    from srm.replication.run_loop import RunLoop
 
     for alias in (flow.source, flow.target):
         clients.check_reachable(config.cluster(alias))
     for topic in flow_internal_topics(flow):
         admin = clients.admin_client(config.cluster(topic.cluster))
         ensure_internal_topic(admin, topic, broker_count(admin))
-    location = checkpoint or checkpoint_dir(config, flow)
+    location = plan_log or plan_log_dir(config, flow)
     plans = PlanLog(spark, location)
     owner = FlowOwner(config.cluster(flow.target), flow, invoker)
     owner.claim(flow.settings.tasks_max, mode)
     runner_class = LeaseRunner if mode == "continuous" else BatchRunner
     runner = runner_class(spark, config, flow, plans.query_id(), owner)
     planner = Planner(str(Path(config.file).resolve()), flow.source, flow.target, mode)
-    query = FlowQuery(spark, planner, runner, plans, mode)
-    query.start()
-    log.info("flow %s: replication started (%s), checkpoint %s", flow.name, mode, location)
-    return ReplicationRun(query, runner, owner)
+    loop = RunLoop(spark, planner, runner, plans, mode)
+    loop.start()
+    log.info("flow %s: replication started (%s), plan log %s", flow.name, mode, location)
+    return ReplicationRun(loop, runner, owner)
 
 
 @dataclass
 class ReplicationRun:
-    """A running replication query (:class:`~srm.replication.query.FlowQuery`), the runner
+    """A running replication: its run loop (:class:`~srm.replication.run_loop.RunLoop`), the runner
     that copies and accounts for its batches, and the flow's ownership."""
 
-    query: Any
+    loop: Any
     runner: Any
     owner: Any
     released: bool = False
@@ -75,27 +76,27 @@ class ReplicationRun:
     _release_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def wait(self) -> None:
-        """Until the query ends; its failure becomes the project's own error with the message it carried."""
-        from srm.replication.query import query_error
+        """Until the run loop ends; its failure becomes the project's own error with the message it carried."""
+        from srm.replication.run_loop import run_error
 
         try:
-            while self.query.is_alive():
-                self.query.join(1.0)
+            while self.loop.is_alive():
+                self.loop.join(1.0)
         finally:
-            self._release(failed=self.query.error is not None)
-        if self.query.error is not None:
-            error = query_error(self.query.error)
+            self._release(failed=self.loop.error is not None)
+        if self.loop.error is not None:
+            error = run_error(self.loop.error)
             self.runner.states.failed(str(error))  # for the status, however the run was started
             raise error from None
 
     def stop(self, timeout_s: float = 60.0) -> None:
-        """Gracefully: the running lease ends with its copiers committing, then the query stops."""
-        self.query.stopping.set()
+        """Gracefully: the running lease ends with its copiers committing, then the run loop stops."""
+        self.loop.stopping.set()
         request = getattr(self.runner, "request_stop", None)
         if request is not None:
             request()
             self.runner.idle.wait(timeout_s)
-        self.query.stop(timeout_s)
+        self.loop.stop(timeout_s)
         self._release()
 
     def _release(self, *, failed: bool = False) -> None:
@@ -119,5 +120,5 @@ class ReplicationRun:
         self.owner.close()
 
 
-def await_query(run: ReplicationRun) -> None:
+def await_run(run: ReplicationRun) -> None:
     run.wait()

@@ -114,7 +114,7 @@ def trim_heap() -> None:
     its queue's 64 MiB, srm.replication.producers.PRODUCER_SETTINGS); once they are gone, glibc keeps
     the pages it freed, and a worker's RSS stepped up by 10-25 MiB for good at each restart of the
     target in bench.soak. Called as an outage ends and at each lease's hand-over
-    (srm.replication.resident), and on the driver after each lease (srm.replication.query); it takes
+    (srm.replication.resident), and on the driver after each lease (srm.replication.run_loop); it takes
     microseconds. A no-op where the C library is not glibc."""
     try:
         libc = ctypes.CDLL("libc.so.6")

@@ -3,8 +3,9 @@
 Like Spark's checkpoint before it, only a cache: progress lives on the target, committed with the
 data. It serves a restart: a batch planned but not finished runs again with the same plan (so a
 partition first seen in it keeps the starting offset it was given), and batch numbers go on from
-the last, which keeps the warehouse's appends idempotent (they are keyed by query id and batch).
-Deleting the folder gives a new query id, and the next plan starts from the target's progress.
+the last, which keeps the warehouse's appends idempotent (they are keyed by the plan log's id, the
+metrics table's ``query_id``, and batch).
+Deleting the folder gives a new id, and the next plan starts from the target's progress.
 
 Files: ``metadata`` (``{"id": ...}``, the file Spark's checkpoints have, so a folder written by an
 earlier version keeps its id), ``plans/<batch>`` (``{"start": ..., "end": ...}``) and
@@ -57,7 +58,7 @@ class PlanLog:
         return self._id
 
     def last(self) -> PlannedBatch | None:
-        """The last batch planned, whether it finished, or None for a new query."""
+        """The last batch planned, whether it finished, or None for a new plan log."""
         batches = self._batches("plans")
         if not batches:
             return None

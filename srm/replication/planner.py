@@ -1,6 +1,6 @@
 """Planning micro-batches (driver side): which source partitions to copy, up to which offset.
 
-Runs in the driver, in the thread of the flow's query (:mod:`.query`). Each call re-discovers the
+Runs in the driver, in the thread of the flow's run loop (:mod:`.run_loop`). Each call re-discovers the
 source's topics through the flow's predicate, so new topics and partitions and edited
 allow/deny lists (the YAML's and srm-control's) take effect at the next trigger; the
 configuration file is re-read when it changes. Ends are last stable offsets (read_committed).
@@ -120,7 +120,7 @@ class Planner:
 
     # --- plans --------------------------------------------------------------------------------
     def initial(self) -> plan.Offsets:
-        """Where a query without a plan log starts: progress on the target, else ``start``."""
+        """Where a run without a plan log starts: progress on the target, else ``start``."""
         ends, ids = self.snapshot()
         resume = self.resume_positions(list(ends))
         fresh = [tp for tp in ends if tp not in resume]
@@ -144,7 +144,7 @@ class Planner:
         except ClusterUnreachableError as exc:
             if self.mode != "continuous":
                 raise
-            self.unanswered = str(exc)  # the query says so (srm.replication.flow_state) and bounds the wait
+            self.unanswered = str(exc)  # the run loop says so (srm.replication.flow_state) and bounds the wait
             self.unanswered_cluster = exc.cluster or self.source_alias
             return start
         end, new = self._after(start, ends, ids)

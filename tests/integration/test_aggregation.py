@@ -65,7 +65,7 @@ def aggregation(
             target: {"bootstrap.servers": kafka.clusters[1].bootstrap_servers},
         },
         "flows": [{"source": a, "target": target, "topics": topics, "task.lease.seconds": 10} for a in sources],
-        "storage": {"warehouse": str(tmp / "warehouse"), "checkpoints": str(tmp / "checkpoints")},
+        "storage": {"warehouse": str(tmp / "warehouse"), "plan_logs": str(tmp / "plan-logs")},
     }
     path = tmp / "srm.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -41,7 +41,7 @@ def test_topic_lists_change_a_running_flow_within_seconds(
     for topic in (warm, late):
         ensure_topic(admin, topic, 2)
         produce(env.west, topic, sequenced(2, 100))
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     try:
         assert cli(env.path, "topics", *flow_args, "--add", warm)[0] == 0
         wait_for(lambda: target_records(env, warm) == 100, 60, "the first micro-batch")  # starts Python workers
@@ -123,7 +123,7 @@ def own_source(kafka: SrmConfig, tmp_path: Path) -> Iterator[tuple[Env, LocalClu
             names["east"]: {"bootstrap.servers": kafka.clusters[1].bootstrap_servers},
         },
         "flows": [{"source": names["west"], "target": names["east"], "topics": ["orders"]}],
-        "storage": {"warehouse": str(tmp_path / "warehouse"), "checkpoints": str(tmp_path / "checkpoints")},
+        "storage": {"warehouse": str(tmp_path / "warehouse"), "plan_logs": str(tmp_path / "plan-logs")},
     }
     path = tmp_path / "srm.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -168,7 +168,7 @@ def test_a_continuous_flow_told_to_wait_shows_waiting_for_its_frozen_target_then
     ensure_topic(clients.admin_client(env.west), topic, 2)
     writer = Writer(env.west, topic, 2, burst=20)  # 1,000 records/s
     writer.start()
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     pid = broker_pid(freezable)
     try:
         wait_for(lambda: target_records(env, topic) > 1000, 120, "copying")
@@ -179,7 +179,7 @@ def test_a_continuous_flow_told_to_wait_shows_waiting_for_its_frozen_target_then
             wait_for(lambda: newest_state(env) == "waiting", 300, "the run recording that it waits")
             for where, (state, reason) in shown_status(env).items():
                 assert state == "waiting" and reason.startswith(f"waiting for {env.east.alias} since "), (where, reason)
-            assert run.query.is_alive() and run.query.error is None, run.query.error
+            assert run.loop.is_alive() and run.loop.error is None, run.loop.error
         finally:
             os.kill(pid, signal.SIGCONT)
         sent = writer.stop()
@@ -215,17 +215,17 @@ def test_a_remote_topic_deleted_under_a_run_ends_it_then_the_flow_stops_or_goes_
     target_admin = clients.admin_client(env.east)
     writer = Writer(env.west, topic, 2, burst=20)  # 1,000 records/s
     writer.start()
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     try:
         wait_for(lambda: target_records(env, topic) > 1000, 120, "copying")
         for future in target_admin.delete_topics([remote]).values():
             future.result(30)
         deleted = time.monotonic()
-        wait_for(lambda: not run.query.is_alive(), 120, "the run ending")
+        wait_for(lambda: not run.loop.is_alive(), 120, "the run ending")
         ended = time.monotonic() - deleted
     finally:
         sent = writer.stop()
-        if run.query.is_alive():
+        if run.loop.is_alive():
             run.stop()
     with pytest.raises(LastingFaultError) as failed:
         run.wait()

@@ -81,11 +81,11 @@ class _Runner:
 
 
 def _query(spark: Any, location: str, initial: dict[str, Any], frozen: dict[str, Any]) -> _Runner:
-    from srm.replication.query import FlowQuery
+    from srm.replication.run_loop import RunLoop
 
     runner = _Runner()
     planner: Any = _Planner(initial, frozen)  # the query only calls what this one has
-    query = FlowQuery(spark, planner, runner, PlanLog(spark, location), "available-now")
+    query = RunLoop(spark, planner, runner, PlanLog(spark, location), "available-now")
     query.start()
     query.join(30)
     assert query.error is None

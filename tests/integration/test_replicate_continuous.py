@@ -56,7 +56,7 @@ def running(spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str]
     # commits as soon as it has caught up, not when the interval is over.
     flow = {"source": "west", "target": "east", "topics": [f"{prefix}-a.*"], "transaction.interval.ms": 60_000}
     env = make_env(kafka, tmp_path, [flow])
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     warm = f"{prefix}-a0"  # the first micro-batch also starts Spark's Python workers: wait it out
     ensure_topic(clients.admin_client(env.west), warm, 1)
     produce(env.west, warm, sequenced(1, 1))
@@ -112,7 +112,7 @@ def test_first_metrics_rows_come_seconds_after_the_start(
     ensure_topic(clients.admin_client(env.west), topic, 2)
     produce(env.west, topic, sequenced(2, 40))
     assert env.flow().settings.task_lease_seconds == 30
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     try:
         wait_for(lambda: target_records(env, topic) == 40, 60, "the records")
         # From the copy, well inside the first lease: its end, then the background append.
@@ -175,7 +175,7 @@ def test_the_monitor_shows_what_a_running_lease_copied_within_fifteen_seconds(
     flow = env.flow()
     topic, remote = f"{prefix}-a1", flow.policy.format_remote_topic(env.west.alias, f"{prefix}-a1")
     ensure_topic(clients.admin_client(env.west), topic, 2)
-    run = start_replication(spark, env.config, flow, "continuous", checkpoint=env.checkpoint(flow))
+    run = start_replication(spark, env.config, flow, "continuous", plan_log=env.plan_log(flow))
     monitor = Monitor(ConfigSource(env.path), refresh_s=1.0).start()
 
     def counted() -> int:

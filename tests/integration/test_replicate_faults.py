@@ -63,7 +63,7 @@ def test_sigkill_anywhere_then_deleted_checkpoint_exactly_once(
     replicate(spark, env)  # drain what is left, from the target's progress and the same checkpoint
     assert exactly_once(env, topic, sent, PARTITIONS) == CLEAN, f"after killing {kills}"
 
-    shutil.rmtree(env.checkpoint(env.flow()))
+    shutil.rmtree(env.plan_log(env.flow()))
     more = Writer(env.west, topic, PARTITIONS, start=sent, burst=100)
     more.start()
     time.sleep(1)

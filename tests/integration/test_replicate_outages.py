@@ -57,7 +57,7 @@ def test_progress_outlives_offsets_retention_of_an_idle_partition(
     topic = unique("idle")
     env = forgetful_env(kafka, forgetful, tmp_path, topic, 2)
     produce(env.west, topic, sequenced(2, 100))
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     try:
         wait_for(lambda: target_records(env, topic) == 100, 90, "the first records")
         # Partition 0 idles for longer than the target's offsets retention while partition 1 moves.
@@ -75,7 +75,7 @@ def test_progress_outlives_offsets_retention_of_an_idle_partition(
     # Partition 0's progress is older than the retention (group offsets of a group without members,
     # as the copiers' are, would be gone by now). More records, then a start without the Spark
     # checkpoint: it resumes where it was, copying nothing twice.
-    shutil.rmtree(env.checkpoint(env.flow()))
+    shutil.rmtree(env.plan_log(env.flow()))
     produce(env.west, topic, sequenced(2, 40, start=seq))
     replicate(spark, env)
     assert target_records(env, topic) == 100 + moved + 40
@@ -96,7 +96,7 @@ def test_target_broker_down_for_30_s_under_load(
     env = forgetful_env(kafka, forgetful, tmp_path, topic, 4)
     writer = Writer(env.west, topic, 4, burst=100)
     writer.start()
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     try:
         wait_for(lambda: target_records(env, topic) > 1000, 90, "copying")
         forgetful.down()
@@ -104,7 +104,7 @@ def test_target_broker_down_for_30_s_under_load(
         forgetful.up()
         copied = target_records(env, topic)
         wait_for(lambda: target_records(env, topic) > copied + 1000, 120, "copying after the outage")
-        assert run.query.is_active, "the flow stopped during the outage"
+        assert run.loop.is_active, "the flow stopped during the outage"
         sent = writer.stop()
         wait_for(lambda: target_records(env, topic) >= sent, 120, "catching up")
     finally:

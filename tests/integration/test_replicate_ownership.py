@@ -52,7 +52,7 @@ def test_a_zombie_run_is_fenced_by_a_newer_run_with_other_tasks_and_topics(
     # with another topic list, another tasks.max and a Spark checkpoint of its own.
     data = yaml.safe_load(env.path.read_text())
     data["flows"][0].update({"topics": [a, b], "tasks.max": 3})
-    data["storage"]["checkpoints"] = str(tmp_path / "second-checkpoints")
+    data["storage"]["plan_logs"] = str(tmp_path / "second-plan-logs")
     second_config = tmp_path / "second.yaml"
     second_config.write_text(yaml.safe_dump(data))
     for topic in (a, b):

@@ -84,7 +84,7 @@ def test_write_revoked_during_a_continuous_run_ends_it_naming_who_needs_what_and
     ensure_topic(clients.admin_client(source), topic, 2)
     writer = Writer(source, topic, 2, burst=PER_20_MS)
     writer.start()
-    run = start_replication(spark, env.config, env.flow(), "continuous", checkpoint=env.checkpoint(env.flow()))
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
     ended: list[BaseException | None] = []
 
     def wait() -> None:

@@ -86,7 +86,7 @@ def test_a_run_is_released_once_when_two_threads_release_it() -> None:
         def stop(self) -> None:
             calls.append(f"{self.name}.stop")
 
-    run = ReplicationRun(query=None, runner=Part("runner"), owner=Part("owner"))
+    run = ReplicationRun(loop=None, runner=Part("runner"), owner=Part("owner"))
 
     def release() -> None:
         gate.wait()

@@ -162,7 +162,7 @@ def two_flows(folder: Path, broken: bool = False) -> Path:
         "  north: {bootstrap.servers: '127.0.0.1:3'}\n"
         "storage:\n"
         f"  warehouse: {folder / 'warehouse'}\n"
-        f"  checkpoints: {folder / 'checkpoints'}\n"
+        f"  plan_logs: {folder / 'plan-logs'}\n"
         "monitoring:\n"
         "  prometheus.token.file: token\n"
         "flows:\n" + flows

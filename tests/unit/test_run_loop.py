@@ -1,5 +1,5 @@
 """A pending plan never outranks the flow's configuration: a batch that did not finish runs again
-without the topics that left the flow, and says so (srm.replication.query)."""
+without the topics that left the flow, and says so (srm.replication.run_loop)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from srm.replication import offsets
 from srm.replication.plan_log import PlannedBatch
-from srm.replication.query import FlowQuery
+from srm.replication.run_loop import RunLoop
 
 START = offsets.build({("keep", 0): 5, ("gone", 0): 7}, {"keep": "id-k", "gone": "id-g"})
 END = offsets.build({("keep", 0): 9, ("gone", 0): 10}, {"keep": "id-k", "gone": "id-g"})
@@ -67,7 +67,7 @@ class Runner:
 
 def run(topics: set[str]) -> tuple[Runner, Plans]:
     runner, plans = Runner(), Plans()
-    query = FlowQuery(None, Planner(topics), runner, plans, "available-now")  # type: ignore[arg-type]
+    query = RunLoop(None, Planner(topics), runner, plans, "available-now")  # type: ignore[arg-type]
     query.run()  # in this thread
     assert query.error is None, query.error
     return runner, plans
@@ -93,7 +93,7 @@ def test_a_bug_in_the_planner_is_logged_once_with_its_traceback(caplog: pytest.L
         def out_of_flow(self, *plans: offsets.Offsets) -> set[str]:
             return {}["a key the planner did not have"]  # type: ignore[no-any-return]
 
-    query = FlowQuery(None, Broken({"keep"}), Runner(), Plans(), "available-now")  # type: ignore[arg-type]
+    query = RunLoop(None, Broken({"keep"}), Runner(), Plans(), "available-now")  # type: ignore[arg-type]
     with caplog.at_level(logging.ERROR, logger="srm.replicate"):
         query.run()
     assert isinstance(query.error, KeyError)

@@ -29,9 +29,9 @@ log = logging.getLogger("srm.replicate")
 UNANSWERED_WAIT_S = 1.0  # continuous: before planning again while the source does not answer
 
 
-class FlowQuery(threading.Thread):
+class RunLoop(threading.Thread):
     def __init__(self, spark: Any, planner: Planner, runner: Any, plan_log: PlanLog, mode: str) -> None:
-        super().__init__(name=f"srm-query {runner.flow.name}", daemon=True)
+        super().__init__(name=f"srm-run {runner.flow.name}", daemon=True)
         self.spark, self.planner, self.runner, self.plans, self.mode = spark, planner, runner, plan_log, mode
         self.stopping = threading.Event()
         self.error: BaseException | None = None
@@ -47,7 +47,7 @@ class FlowQuery(threading.Thread):
                 self._available_now(start, batch)
             else:
                 self._continuous(start, batch)
-        except BaseException as exc:  # handed to the thread that waits for the query
+        except BaseException as exc:  # handed to the thread that waits for the run
             if not isinstance(exc, SrmError) or isinstance(
                 exc, InvariantError
             ):  # a bug, or Spark failed: its traceback
@@ -66,8 +66,8 @@ class FlowQuery(threading.Thread):
             self.join(timeout_s)
 
     def _resume(self) -> tuple[offsets.Offsets | None, int]:
-        """Where this query goes on: after the last batch (a batch left unfinished runs again
-        first), or ``None`` for a new query."""
+        """Where this run goes on: after the last batch (a batch left unfinished runs again
+        first), or ``None`` for a new plan log."""
         last = self.plans.last()
         if last is None:
             return None, 0
@@ -89,7 +89,7 @@ class FlowQuery(threading.Thread):
         return end, last.batch + 1
 
     def _available_now(self, start: offsets.Offsets | None, batch: int) -> None:
-        # A new query's first batch runs even with nothing to copy: it commits the positions of
+        # A new plan log's first batch runs even with nothing to copy: it commits the positions of
         # the partitions seen for the first time (``start: latest``).
         must_run = start is None
         begin = start if start is not None else self.planner.initial()
@@ -132,8 +132,8 @@ class FlowQuery(threading.Thread):
         trim_heap()
 
 
-def query_error(exc: BaseException) -> SrmError:
-    """What a failed query reports: the project's own error as raised, else the error it carried."""
+def run_error(exc: BaseException) -> SrmError:
+    """What a failed run reports: the project's own error as raised, else the error it carried."""
     from srm.spark.failures import user_error
 
     return exc if isinstance(exc, SrmError) else user_error(exc)
