@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from srm.config.model import Cluster, Flow
+from srm.replication.kafka_errors import transactional_prefix
 from srm.replication.stats import LatencyStats
 
 OPEN_END = 2**63 - 1  # the end of a continuous range: copy whatever arrives
@@ -46,6 +47,13 @@ class Lease:
     transaction_interval_ms: int
 
 
+def copy_transactional_ids(flow: Flow, epoch: int, slot: int) -> tuple[str, ...]:
+    """Stable per (flow, epoch, slot): a retried task of the same slot fences its predecessor. A
+    slot has two (continuous mode alternates them, see :class:`srm.replication.writer.TargetWriter`)."""
+    prefix = transactional_prefix(flow.source, flow.target)
+    return f"{prefix}{epoch}.{slot}", f"{prefix}{epoch}.{slot}.alt"
+
+
 @dataclass(frozen=True)
 class CopyJob:
     """One slot's share of a micro-batch (available-now) or of a lease (continuous): its ranges,
@@ -72,15 +80,11 @@ class CopyJob:
     @property
     def transactional_ids(self) -> tuple[str, ...]:
         """The slot's transactional ids: the first, and the one continuous mode alternates with."""
-        from srm.replication.ownership import copy_transactional_ids
-
         return copy_transactional_ids(self.flow, self.epoch, self.slot)
 
     @property
     def others_transactional_ids(self) -> list[str]:
         """The transactional ids of the epoch's other slots."""
-        from srm.replication.ownership import copy_transactional_ids
-
         others = (slot for slot in range(self.slots) if slot != self.slot)
         return [tid for slot in others for tid in copy_transactional_ids(self.flow, self.epoch, slot)]
 

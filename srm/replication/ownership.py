@@ -34,19 +34,17 @@ import uuid
 from concurrent import futures
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, InvariantError, RecordFormatError, SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import OWNERS_TOPIC
 from srm.kafka.partitions import assign_partitions, read_to_end
+from srm.replication.job import CopyJob, copy_transactional_ids
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
 
 log = logging.getLogger("srm.replicate")
-
-if TYPE_CHECKING:
-    from srm.replication.job import CopyJob
 
 RUNNING, STOPPED = "running", "stopped"
 TXN_TIMEOUT_S = 60.0
@@ -85,13 +83,6 @@ class Ownership:
 
 def owners_key(flow: Flow) -> bytes:
     return f"{flow.source}->{flow.target}".encode()
-
-
-def copy_transactional_ids(flow: Flow, epoch: int, slot: int) -> tuple[str, ...]:
-    """Stable per (flow, epoch, slot): a retried task of the same slot fences its predecessor. A
-    slot has two (continuous mode alternates them, see :class:`srm.replication.writer.TargetWriter`)."""
-    prefix = transactional_prefix(flow.source, flow.target)
-    return f"{prefix}{epoch}.{slot}", f"{prefix}{epoch}.{slot}.alt"
 
 
 def owner_transactional_id(flow: Flow) -> str:

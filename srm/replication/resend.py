@@ -4,15 +4,25 @@ metadata has the record's partition (a remote topic that grew), else what the fa
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from srm.replication.kafka_errors import code_name, kafka_error
 from srm.replication.partition_state import PartitionState
 
-if TYPE_CHECKING:
-    from srm.replication.writer import TargetWriter
+
+class Writer(Protocol):
+    """What a resend uses of srm.replication.writer.TargetWriter."""
+
+    producer: Any
+    reporters: dict[PartitionState, Callable[[Any, Any], None]]
+    exactly_once: bool
+    deliveries: Any
+
+    def flush(self) -> None: ...
+
 
 # A partition added to a remote topic reaches the metadata of the target's brokers within this.
 METADATA_WAIT_S = 10.0
@@ -21,7 +31,7 @@ METADATA_CALL_S = 2.0
 
 
 def send_again(
-    writer: TargetWriter, state: PartitionState, message: Any, timestamp: int, headers: Any, *, refused: Exception
+    writer: Writer, state: PartitionState, message: Any, timestamp: int, headers: Any, *, refused: Exception
 ) -> None:
     """The producer refused a record with ``exc``: produce it once its local queue has room, or
     once its metadata has the record's partition (a remote topic that grew), else raise what
@@ -59,7 +69,7 @@ def send_again(
     raise writer.deliveries.write_error(kafka_error(exc), state, message.offset(), len(value) if value else 0) from None
 
 
-def learn_partition(writer: TargetWriter, topic: str, partition: int) -> bool:
+def learn_partition(writer: Writer, topic: str, partition: int) -> bool:
     """A record refused as for an unknown partition: the producer's metadata of ``topic`` may
     predate the partitions the driver added to it before this lease (librdkafka renews it every
     topic.metadata.refresh.interval.ms, 5 minutes). Ask for the topic's metadata until it has

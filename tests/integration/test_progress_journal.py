@@ -29,8 +29,9 @@ from srm.kafka.internal_topics import (
 from srm.kafka.partitions import HELD_S, list_offsets
 from srm.kafka.topics import broker_count, ensure_topic, partition_counts
 from srm.mm2.records import OPENER_HEADERS, OffsetRunsRecord, ProgressRecord
+from srm.replication.job import copy_transactional_ids
 from srm.replication.journal import PROGRESS_EVERY_S
-from srm.replication.ownership import copy_transactional_ids, fence_producers
+from srm.replication.ownership import fence_producers
 from srm.replication.progress import Progress, progress_group, read_flow_progress, read_progress
 from tests.helpers import produce
 from tests.integration.test_replicate_continuous import latest_progress, target_records, wait_for

@@ -115,7 +115,8 @@ def test_a_new_claim_fences_both_producers_of_every_slot_of_the_earlier_epoch(
     from srm.kafka.internal_topics import ensure_internal_topic, owners_topic
     from srm.kafka.partitions import read_to_end
     from srm.kafka.topics import broker_count
-    from srm.replication.ownership import FlowOwner, copy_transactional_ids
+    from srm.replication.job import copy_transactional_ids
+    from srm.replication.ownership import FlowOwner
 
     topic = unique("own-fence")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 2}])

@@ -8,8 +8,8 @@ from srm.config import parse_config
 from srm.config.model import Flow
 from srm.errors import RecordFormatError
 from srm.replication import offsets as plan
-from srm.replication.job import OPEN_END, CopyRange, PartitionResult
-from srm.replication.ownership import Ownership, copy_transactional_ids, owner_transactional_id, taken_over
+from srm.replication.job import OPEN_END, CopyRange, PartitionResult, copy_transactional_ids
+from srm.replication.ownership import Ownership, owner_transactional_id, taken_over
 from srm.replication.partition_state import PartitionState
 from srm.spark.session import local_master
 
