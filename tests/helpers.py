@@ -12,12 +12,25 @@ from srm.config.model import Cluster
 from srm.kafka import clients
 
 
-def produce(cluster: Cluster, topic: str, records: list[dict[str, Any]]) -> None:
-    """Produce ``records`` (kwargs of ``Producer.produce``) idempotently; fail if any is not acked."""
+def produce(cluster: Cluster, topic: str, records: list[dict[str, Any]], attempts: int = 3) -> None:
+    """Produce ``records`` (kwargs of ``Producer.produce``) idempotently; fail if any is not acked.
+    A record refused with a retriable error (a topic created an instant ago, not yet known to every
+    broker) is produced again, up to ``attempts`` times."""
     producer = clients.producer(cluster, **{"enable.idempotence": True})
-    for record in records:
-        producer.produce(topic, **record)
-    assert producer.flush(30) == 0, f"records to {topic} not acknowledged"
+    pending = list(records)
+    for _ in range(attempts):
+        failed: list[tuple[dict[str, Any], Any]] = []
+        for record in pending:
+            producer.produce(
+                topic, **record, on_delivery=lambda err, _msg, r=record, f=failed: err is None or f.append((r, err))
+            )
+        assert producer.flush(30) == 0, f"records to {topic} not acknowledged within 30 s"
+        if not failed:
+            return
+        assert all(err.retriable() for _, err in failed), f"records to {topic} refused: {failed[0][1]}"
+        pending = [r for r, _ in failed]
+        time.sleep(0.5)
+    raise AssertionError(f"{len(pending)} record(s) to {topic} refused {attempts} times")
 
 
 def read_all(cluster: Cluster, topic: str, expected: int, timeout_s: float = 30.0) -> list[Any]:

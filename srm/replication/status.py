@@ -43,19 +43,22 @@ class LeaseStatus:
 
     @classmethod
     def of(cls, state: PartitionState, at_ms: int) -> LeaseStatus:
+        """The lease's figures as of the partition's last commit (records visible on the target, with
+        the latencies measured at their commits), not the records of the transaction under way."""
         result = state.result
         stats: dict[str, float | None] = {}
         for name, figures in (("record_age", result.record_age), ("latency", result.latency)):
             stats.update({f"{name}_min_ms": figures.minimum, f"{name}_avg_ms": figures.average})
             stats[f"{name}_max_ms"] = figures.maximum  # not the percentile: it sorts the sample
+        records, size = state.saved
         return LeaseStatus(
             result.topic,
             result.partition,
             result.target_topic,
             result.started_ms,
             at_ms,
-            result.records,
-            result.bytes,
+            records,
+            size,
             result.transactions,
             result.aborted,
             stats,
@@ -118,7 +121,7 @@ class StatusWriter:
     @staticmethod
     def _figures(state: PartitionState) -> tuple[int, int, int, int, int]:
         r = state.result
-        return (r.started_ms, r.records, r.transactions, r.aborted, r.bytes)
+        return (r.started_ms, state.saved[0], r.transactions, r.aborted, state.saved[1])
 
     def _changed(self, state: PartitionState) -> bool:
         figures = self._figures(state)

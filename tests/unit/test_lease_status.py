@@ -28,7 +28,9 @@ def state(partition: int, records: int = 0, started_ms: int = STARTED_MS) -> Par
         result.copied(0, records - 1, records, records * 100)
         result.transactions = 1
         result.latency.add_ages(1_000.0, [990] * records)
-    return PartitionState(r, result, 0, None, "id")
+    state = PartitionState(r, result, 0, None, "id")
+    state.committed_now(0.0)  # the records are on the target
+    return state
 
 
 def test_a_status_goes_with_a_partition_that_copied_at_most_every_interval() -> None:
@@ -38,11 +40,14 @@ def test_a_status_goes_with_a_partition_that_copied_at_most_every_interval() -> 
     assert (status.partition, status.records, status.byte_count, status.transactions) == (0, 10, 1000, 1)
     assert status.stats["latency_avg_ms"] == 10.0 and status.started_ms == STARTED_MS
     busy.result.copied(10, 19, 10, 1000)
+    assert writer.due([busy], now=200.0) == []  # produced, not committed yet: nothing to say
+    busy.committed_now(101.0)
     assert writer.statuses([busy], now=102.0) == []  # changed, but its last status is 2 s old
     assert writer.due([busy], now=104.0) == [busy]
     [later] = writer.statuses([busy], now=104.0)
     assert later.records == 20
     assert writer.due([busy], now=200.0) == []  # nothing changed since
+    busy.saved = (0, 0)  # as the hand-over of a lease resets it
     busy.result = PartitionResult("orders", 0, "west.orders", 1_000, started_ms=STARTED_MS + 30_000)
     assert writer.due([busy], now=300.0) == []  # a new lease that copied nothing yet: no status
 
