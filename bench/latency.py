@@ -12,7 +12,7 @@ more while that consumer, read_committed, reads the remote topic; a record's lat
 arrives on the target minus its CreateTime (one clock; both replicators keep CreateTime), and only
 the records created after the warm-up count. The warm-up keeps the first fraction of a second of a
 load on a fresh topic out of the figures: a consumer of the *source* topic, in this process, sees
-its records 60-160 ms late there (measured 2026-11-26), before either replicator could touch them,
+its records 60-160 ms late there (docs/benchmarks/lab-notes.md), before either replicator could touch them,
 and those ~1,000 records were most of both tools' slowest 1%. Prints p50/p95/p99/max per tool as
 JSON (``bench.run`` puts them in the report).
 """
@@ -215,7 +215,7 @@ def clusters(config_path: Path) -> tuple[Cluster, Cluster]:
 def drop_topics(source: Cluster, target: Cluster, topic: str, remote: str) -> None:
     """Delete a run's load topic and its copy: ~185 MB on each cluster per run at 50,000 records/s
     for 30 s, which filled this machine's disk after a few hundred runs of the benchmarks and the
-    experiments around them (the brokers stopped on a full disk on 2026-11-28)."""
+    experiments around them (the brokers stopped on a full disk)."""
     delete_topics(source, [topic])
     delete_topics(target, [remote])
 

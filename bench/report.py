@@ -200,9 +200,8 @@ def latency(lat: dict[str, Any]) -> list[str]:
         "it polls them and its consumers see them when the broker has them. Each slot alternates two",
         "transactional producers, so the next transaction starts while the coordinator still writes the",
         "last one's markers: with one producer, its first records waited for librdkafka's 20 ms backoff",
-        "after the coordinator's CONCURRENT_TRANSACTIONS answer (measured on 2026-11-25, not in this run:",
-        "`bench.latency --rate 5000` before the change p95 66 / p99 118 ms, after it p95 18 / p99 30 ms;",
-        "MM2 in the same runs: p99 112 and 18 ms).",
+        "after the coordinator's CONCURRENT_TRANSACTIONS answer (not in this run; the before and after",
+        "figures are in the lab notes, docs/benchmarks/lab-notes.md).",
         "",
     ]
     lines += verdict(runs)
@@ -469,9 +468,8 @@ def profile(p: dict[str, Any]) -> list[str]:
         "returned into runs of one partition) and one delivery report (`writer._reporter`'s `delivered`,",
         "which the exact source -> target offset mapping needs). The bookkeeping that used to run per record",
         "(latency statistics, offset runs, counters, the partition's state and target) is done per run of",
-        "records. Outside cProfile the delivery report is a small share: a producer alone sending 500,000",
-        "records of 100 B (ad hoc, 2026-11-27) spent 1.3-1.6 us of CPU per record without a delivery",
-        "callback and 1.5-1.75 us with one; an empty header list instead of none added 0.1-0.2 us.",
+        "records. Outside cProfile the delivery report is a small share of a record's CPU (the lab notes,",
+        "docs/benchmarks/lab-notes.md, have the producer measured alone).",
         "",
     ]
     return lines
