@@ -60,9 +60,9 @@ class PortInUseError(LocalClusterError):
 
 class ClusterUnreachableError(SrmError):
     """A Kafka cluster did not answer within the timeout (the message names its bootstrap servers);
-    ``cluster`` is its alias when the raiser knows it."""
+    ``cluster`` is its alias (a continuous flow says which cluster it waits for from it)."""
 
-    def __init__(self, message: str, *, cluster: str | None = None) -> None:
+    def __init__(self, message: str, *, cluster: str) -> None:
         super().__init__(message)
         self.cluster = cluster
 

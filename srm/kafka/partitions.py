@@ -132,7 +132,7 @@ def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: f
             raise ClusterUnreachableError(
                 on_cluster(admin, f"{len(pending)} new partition(s) not served by their leaders")
                 + f" after {timeout_s:.0f} s ({shown}: {detail}); the brokers may still be creating them",
-                cluster=getattr(admin, "srm_alias", None),
+                cluster=admin.srm_alias,
             )
         with contextlib.suppress(KafkaException):  # the next attempt says what is wrong
             admin.list_topics(timeout=ADMIN_TIMEOUT_S)

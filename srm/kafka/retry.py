@@ -60,9 +60,9 @@ def retrying(
     what: str,
     timeout_s: float = RETRY_FOR_S,
     *,
+    cluster: str,
     needed: str | None = None,
     refresh: Callable[[], object] | None = None,
-    cluster: str | None = None,
 ) -> T:
     """``call()``; retriable KafkaExceptions are retried until ``timeout_s`` (then
     ClusterUnreachableError), others raise SrmError. ``needed`` (see :func:`needs`) tells, on an

@@ -54,7 +54,7 @@ def admin_request(request: Callable[[], dict[Any, Any]], what: str, admin: Any, 
         on_cluster(admin, what),
         needed=needed,
         refresh=lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
-        cluster=getattr(admin, "srm_alias", None),
+        cluster=admin.srm_alias,
     )
 
 
@@ -117,7 +117,7 @@ def ensure_topics(admin: Any, topics: Sequence[NewTopicSpec]) -> set[str]:
             lambda: create(names),
             on_cluster(admin, f"cannot create {_subject(names)}"),
             needed=_needed(admin, "CREATE", names),
-            cluster=getattr(admin, "srm_alias", None),
+            cluster=admin.srm_alias,
         )
 
     _in_batches(list(pending), attempt)
@@ -129,7 +129,7 @@ def cluster_metadata(admin: Any) -> Any:
     return retrying(
         lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
         on_cluster(admin, "cannot list topics"),
-        cluster=getattr(admin, "srm_alias", None),
+        cluster=admin.srm_alias,
     )
 
 

@@ -82,6 +82,6 @@ def sync_topic_configs(flow: Flow, source_admin: Any, target_admin: Any, topics:
                 future.result(30)
 
         needed = needs(target_admin, "ALTER_CONFIGS", f"TOPIC {remote!r}")
-        retrying(alter, f"cannot change the configs of {remote!r} on {flow.target}", needed=needed)
+        retrying(alter, f"cannot change the configs of {remote!r} on {flow.target}", cluster=flow.target, needed=needed)
         made += changes
     return made

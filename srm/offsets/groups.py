@@ -52,7 +52,7 @@ def list_groups(admin: Any) -> list[str]:
         result = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_S).result(timeout=ADMIN_TIMEOUT_S)
         return sorted(g.group_id for g in result.valid)
 
-    return retrying(request, "cannot list consumer groups")
+    return retrying(request, "cannot list consumer groups", cluster=admin.srm_alias)
 
 
 def describe_groups(admin: Any, groups: Iterable[str]) -> dict[str, GroupState]:
@@ -114,7 +114,10 @@ def group_offsets(admin: Any, groups: Iterable[str]) -> dict[str, GroupOffsets]:
 
     groups_named = ", ".join(map(repr, wanted))
     return retrying(
-        request, "cannot read consumer group offsets", needed=needs(admin, "DESCRIBE", f"GROUP {groups_named}")
+        request,
+        "cannot read consumer group offsets",
+        cluster=admin.srm_alias,
+        needed=needs(admin, "DESCRIBE", f"GROUP {groups_named}"),
     )
 
 

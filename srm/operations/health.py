@@ -142,10 +142,10 @@ def flow_health(
     waiting = newest(warehouse.read(FLOW_STATES, flow=flow.name), "since")
     health.last_error = _error(failure, loss)
     replicate = dag_id(flow, "replicate")
-    down = [why for why in (access.unreachable(flow.source), access.unreachable(flow.target)) if why]
+    down = {alias: why for alias in (flow.source, flow.target) if (why := access.unreachable(alias))}
     try:
         if down:
-            raise ClusterUnreachableError("; ".join(down))
+            raise ClusterUnreachableError("; ".join(down.values()), cluster=next(iter(down)))
         target = config.cluster(flow.target)
         target_admin = access.admin(target)
         beat = freshness(target, flow, target_admin)
@@ -166,7 +166,7 @@ def flow_health(
         elif said is not None:  # the run's own words first: what it waits for, since when
             health.state, health.reason, health.since = said
             if down:
-                health.reason += f" ({'; '.join(down)})"
+                health.reason += f" ({'; '.join(down.values())})"
         elif down:
             health.state = UNREACHABLE
     return health

@@ -173,13 +173,6 @@ class BatchRunner:
         self.settings_watch.accept()
         return True
 
-    def unanswering(self, exc: Exception) -> str:
-        """Which of the flow's clusters ``exc`` (a ClusterUnreachableError) is about."""
-        cluster = getattr(exc, "cluster", None)
-        if cluster is not None:
-            return str(cluster)
-        return self.flow.target if str(self.target_admin.srm_cluster) in str(exc) else self.flow.source
-
     def close(self, timeout_s: float = ACCOUNTING_CLOSE_S) -> None:
         self.accounting.close(timeout_s)
 

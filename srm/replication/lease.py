@@ -167,7 +167,7 @@ class LeaseRunner(BatchRunner):
             except ClusterUnreachableError as exc:
                 if self.stopping.is_set():
                     raise
-                self.states.waiting(self.unanswering(exc), f"{exc}; the next lease waits for it")
+                self.states.waiting(exc.cluster, f"{exc}; the next lease waits for it")
                 outage.failed(
                     str(exc), self.flow.settings.errors_retry_timeout_ms, lambda: f"flow {self.flow.name}: next lease"
                 )

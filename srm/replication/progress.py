@@ -70,7 +70,9 @@ def read_progress(
     found: dict[Key, Progress] = {}
     journal: dict[Key, int] = {}  # journaled partitions: where their later history may start
     topic = progress_topic_name(flow)
-    exists = retrying(lambda: consumer.list_topics(topic, timeout=30), f"cannot look up {topic}").topics[topic]
+    exists = retrying(
+        lambda: consumer.list_topics(topic, timeout=30), f"cannot look up {topic}", cluster=flow.target
+    ).topics[topic]
     held = read_to_end(consumer, topic, 0, until=_ends(admin, topic), on_held=on_held) if exists.error is None else ()
     for message in held:
         try:

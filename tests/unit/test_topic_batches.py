@@ -29,6 +29,7 @@ class Admin:
 
     srm_principal = "User:srm (clusters.east)"
     srm_cluster = "east"
+    srm_alias = "east"
 
     def __init__(self, existing: Collection[str] = (), refused: Collection[str] = ()) -> None:
         self.topics: dict[str, Any] = {name: None for name in existing}
