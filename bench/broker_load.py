@@ -10,7 +10,7 @@ load runs (the warm-up left out), the target's broker is watched: its requests b
 ManagementAgent.start_local`` opens), its CPU time, and its young collections (``jstat -gc``).
 Prints JSON per tool: requests per second by type, per 1,000 records and (the transactional
 tools) per transaction, the broker's CPU, and its young collections (how many, ms each, seconds
-apart). Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
+apart). Not part of ``make bench``: the report links its figures in the lab notes.
 
 ``--profile`` also records the target's broker with Java Flight Recorder during each window and
 prints which parts of its work took its CPU and allocation samples (:mod:`bench.broker_profile`);

@@ -14,7 +14,7 @@ those sent (the textbook copiers' also the transactions they committed), per too
 the rounds, per round ours' p99 over that of the tool of the same guarantee (``p99_ratios``), and
 where the tools' logs are kept. The textbook copiers' figures are what a copier
 built on Kafka transactions gets here, in either version of the protocol; MirrorMaker 2 waits for
-no commit. Not part of ``make bench``: the report quotes it (bench/report.py, TAIL).
+no commit. Not part of ``make bench``: the report links its figures in the lab notes.
 """
 
 from __future__ import annotations

@@ -40,6 +40,9 @@ from bench import (
     scale,
     throughput,
 )
+from bench.report.copying import latency_bounds, ratio
+from bench.report.plots import PLOT
+from bench.report.scaling import secs
 from srm.config import load_config
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -139,13 +142,13 @@ def findings(results: dict[str, Any]) -> list[str]:
         )
     for lat in results["latency"]["runs"]:
         ours, theirs = lat["ours_exactly_once"], lat["mirrormaker2"]
-        p50, p99 = report.latency_bounds(lat)
+        p50, p99 = latency_bounds(lat)
         lines.append(
             f"- Latency at {lat['rate']:,} records/s (transaction.interval.ms {lat['transaction_interval_ms']}): "
             f"p50 ours {ours['p50_ms']:,.0f} ms vs MirrorMaker 2 {theirs['p50_ms']:,.0f} ms "
-            f"(ours / MM2 = **{report.ratio(ours['p50_ms'], theirs['p50_ms'])}**, bound 2: {p50}), "
+            f"(ours / MM2 = **{ratio(ours['p50_ms'], theirs['p50_ms'])}**, bound 2: {p50}), "
             f"p99 {ours['p99_ms']:,.0f} vs {theirs['p99_ms']:,.0f} ms "
-            f"(ours / MM2 = **{report.ratio(ours['p99_ms'], theirs['p99_ms'])}**, bound 1: {p99})."
+            f"(ours / MM2 = **{ratio(ours['p99_ms'], theirs['p99_ms'])}**, bound 1: {p99})."
         )
     fo = results["failover"]
     lines.append(
@@ -158,8 +161,8 @@ def findings(results: dict[str, Any]) -> list[str]:
     for row in results["scale"]["topics"]:
         lines.append(
             f"- Scale, {row['topics']} topic(s): ours / MirrorMaker 2 = {row['ours_vs_mm2']}; a new topic's first "
-            f"record on the target after {report.secs(row['ours']['new_topic_seconds'])} (ours) and "
-            f"{report.secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
+            f"record on the target after {secs(row['ours']['new_topic_seconds'])} (ours) and "
+            f"{secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
         )
     cp = results.get("checkpoints")
     if cp:
@@ -276,7 +279,7 @@ def main() -> None:
         results["seconds"] = round(time.monotonic() - started)
         results["finished"] = now()
     report.write(results, args.out)
-    print(f"wrote {args.out / 'REPORT.md'}, {args.out / 'results.json'} and {args.out / report.PLOT}", flush=True)
+    print(f"wrote {args.out / 'REPORT.md'}, {args.out / 'results.json'} and {args.out / PLOT}", flush=True)
     print("\n".join(results["findings"]))
 
 

@@ -18,6 +18,7 @@ import yaml
 from bench.soak import groups
 from bench.soak.checker import Checker, verdict
 from bench.soak.faults import Fault, Faults, schedule
+from bench.soak.history import history_pruned, history_span_min, log_starts, settled_rows
 from bench.soak.job import Job, PassResult, checkpoint_pass
 from bench.soak.load import Load
 from bench.soak.samples import Sample, folder_mb, latency, timed, tree_mb
@@ -25,7 +26,6 @@ from srm.config import load_config
 from srm.devenv.local import LocalClusters
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name
-from srm.kafka.partitions import list_offsets
 from srm.kafka.topics import ensure_topic
 from srm.maintenance.compaction import maintain
 from srm.maintenance.metrics_rollup import roll_up
@@ -340,9 +340,10 @@ class Soak:
         self.outcome.__dict__.update(verdict(self.checker.snapshot(), delivered, self.load.lost_on_the_way()))
         # The log starts as the prune meets them: the source's retention goes on deleting a segment
         # a minute per partition meanwhile, so starts read after the prune are ahead of it.
-        starts = log_starts(self)
+        warehouse = Warehouse(self.config.storage.warehouse)
+        starts = log_starts(warehouse, self.flow.name, self.source_admin)
         self._prune()
-        self.outcome.history_pruned = history_pruned(self, starts)
+        self.outcome.history_pruned = history_pruned(warehouse, self.flow.name, starts)
         self.outcome.failover = self._failover()
         self.job.stop()
         self.checker.stop.set()
@@ -371,53 +372,3 @@ def faults_kinds() -> tuple[str, ...]:
     from bench.soak.faults import KINDS
 
     return KINDS
-
-
-def log_starts(soak: Soak) -> dict[tuple[str, int], int]:
-    """The source's log-start offset of every partition the flow's history names."""
-    rows = Warehouse(soak.config.storage.warehouse).read(SYNC_HISTORY, flow=soak.flow.name)
-    keys = sorted({(r["topic"], r["partition"]) for r in rows})
-    return list_offsets(soak.source_admin, keys, "earliest")
-
-
-def history_span_min(rows: Any, settled: set[tuple[str, int]]) -> float | None:
-    """The time the history of the ``settled`` partitions spans: minutes from the oldest row's
-    commit to the newest row's, of the partition whose history reaches back furthest."""
-    if not settled or rows.num_rows == 0:
-        return None
-    spans = rows.group_by(["topic", "partition"]).aggregate([("committed_at", "min"), ("committed_at", "max")])
-    newest = max((r["committed_at_max"] for r in spans.to_pylist() if r["committed_at_max"] is not None), default=None)
-    oldest = [
-        r["committed_at_min"]
-        for r in spans.to_pylist()
-        if (r["topic"], r["partition"]) in settled and r["committed_at_min"] is not None
-    ]
-    if newest is None or not oldest:
-        return None
-    return round(float((newest - min(oldest)).total_seconds()) / 60, 1)
-
-
-def settled_rows(rows: Any, settled: set[tuple[str, int]]) -> int:
-    """How many of the history's ``rows`` (topic, partition) are of the ``settled`` partitions."""
-    counts = rows.group_by(["topic", "partition"]).aggregate([([], "count_all")]).to_pylist()
-    return sum(c["count_all"] for c in counts if (c["topic"], c["partition"]) in settled)
-
-
-def history_pruned(soak: Soak, starts: dict[tuple[str, int], int]) -> bool:
-    """Does the flow's history hold nothing below the source's log-start offsets ``starts`` (read
-    before the prune; each partition's latest row aside, which holds the progress), with the
-    source having deleted records?"""
-    rows = Warehouse(soak.config.storage.warehouse).read(SYNC_HISTORY, flow=soak.flow.name)
-    if not any(starts.values()):
-        return False  # retention deleted nothing: there was nothing to prune
-    latest: dict[tuple[str, int], int] = {}
-    for r in rows:
-        key = (r["topic"], r["partition"])
-        latest[key] = max(latest.get(key, -1), r["history_offset"])
-    below = [
-        r
-        for r in rows
-        if r["source_first"] + r["length"] <= starts.get((r["topic"], r["partition"]), 0)
-        and r["history_offset"] != latest[(r["topic"], r["partition"])]
-    ]
-    return not below

@@ -29,7 +29,7 @@ class HistoryRecords:
         The history records wait for the records' acknowledgements (they hold the target offsets).
         A partition new to a transaction is first added to it at the coordinator (AddPartitionsToTxn,
         a round trip with a write to the transaction log), so a history partition joining only then
-        adds a round trip to every commit, after the flush (``python -m bench.commit_steps``: the
+        adds a round trip to every commit, after the flush (``python -m bench.experiments.commit_steps``: the
         step after the flush p50 3.6 -> 1.1 ms, p99 16.1 -> 7.7 ms with this record). Written with
         the transaction's first record instead, it joins together with the data partitions. The
         record restates the partition's committed progress and no runs, and carries a header the

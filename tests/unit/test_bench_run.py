@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench import report
+from bench.report import scaling
+from bench.report.plots import SCALE_PLOT, plot_scale
 from bench.run import STEPS, earlier
 
 
@@ -24,7 +26,7 @@ def test_only_takes_an_earlier_run_of_the_same_preset(tmp_path: Path) -> None:
 
 
 def test_a_part_measured_again_says_when() -> None:
-    results = json.loads((Path(report.__file__).parent / "results.json").read_text())  # the report's own run
+    results = json.loads((Path(report.__file__).parents[1] / "results.json").read_text())  # the report's own run
     for part in STEPS:
         results[part].pop("again", None)  # measured with the rest
     assert "Measured again" not in report.render(results)
@@ -57,12 +59,12 @@ def test_the_scale_section_gives_first_records_idle_cpu_and_a_plot_of_both_tools
             "ours": {"cpu_seconds_per_minute": 2.9, "remote_topics_after_s": 9.0, "window_s": 180.0},
         },
     }
-    lines = report.scale(sc)
+    lines = scaling.scale(sc)
     assert "| 2000 | 1 | 1,000 | 2,000 | 2.0 | 15.5 s | 9.0 s | 1.5 s | 1.5 s |" in lines
     assert "| CPU seconds per minute | 3.2 | 2.9 |" in lines
-    assert f"![records/s against topics and partitions, both tools]({report.SCALE_PLOT})" in lines
-    report.plot_scale(sc, tmp_path / report.SCALE_PLOT)
-    assert (tmp_path / report.SCALE_PLOT).stat().st_size > 10_000
+    assert f"![records/s against topics and partitions, both tools]({SCALE_PLOT})" in lines
+    plot_scale(sc, tmp_path / SCALE_PLOT)
+    assert (tmp_path / SCALE_PLOT).stat().st_size > 10_000
 
 
 def test_the_idle_cpu_counts_each_process_from_its_first_reading_and_never_goes_negative() -> None:
@@ -90,6 +92,6 @@ def test_a_copy_seen_whole_between_two_polls_is_shown_as_a_lower_bound_without_a
         ],
         "topics": [],
     }
-    lines = report.scale(sc)
+    lines = scaling.scale(sc)
     assert "| 2048 | 200,000 | ≥ 19,048 | 100,000 | - |" in lines
     assert any(line.startswith("≥: every record arrived between two polls of the target") for line in lines)

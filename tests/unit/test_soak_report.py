@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.report import endurance
+from bench.report.endurance import endurance
 from bench.soak.report import criteria, section
 
 
@@ -170,7 +170,7 @@ def test_how_far_back_the_history_reaches_is_bounded_by_retention_a_prune_and_a_
 
     import pyarrow as pa
 
-    from bench.soak.runner import history_span_min
+    from bench.soak.history import history_span_min
 
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     rows = pa.table(

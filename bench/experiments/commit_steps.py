@@ -1,6 +1,6 @@
 """What a commit costs once its records are acknowledged, with and without an opener.
 
-    .venv/bin/python -m bench.commit_steps [--transactions 400] [--partitions 8] [--records 25]
+    .venv/bin/python -m bench.experiments.commit_steps [--transactions 400] [--partitions 8] [--records 25]
 
 A transaction shaped like the copier's under a steady load, on the first flow's target: records to
 a topic's partitions, the flush (their acknowledgements), then a history record and a progress
@@ -10,7 +10,7 @@ before ``TargetWriter._open_history``. ``opener``: a record to the history's par
 the transaction's first records, and the progress before the flush, as the copier does now. The
 two shapes alternate, so both meet the same state of the machine. Prints per shape the flush and
 the step after it (history, progress, EndTxn) as p50/p90/p99 in ms, as JSON. Not part of
-``make bench``: the report quotes it (bench/report.py, TAIL).
+``make bench``: the report links its figures in the lab notes.
 """
 
 from __future__ import annotations

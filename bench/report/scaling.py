@@ -1,0 +1,160 @@
+"""The report's scale sections: topics and partitions (both tools), where the time goes (the profile),
+and a Spark standalone cluster against local mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report.plots import SCALE_PLOT
+
+TOOLS = ("mirrormaker2", "ours")
+
+
+POLL_S = 0.1  # bench.watch.POLL_S (not imported: rendering needs no Kafka client)
+
+
+def scale(sc: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Scale",
+        "",
+        f"Command: `{sc['command']}`.",
+        "",
+        "Partitions: one topic of 1 KiB records; MM2 `tasks.max` = partitions up to 8, ours 2 tasks (available-now);",
+        "records/s timed as in the throughput section.",
+        "",
+        "| partitions | records | MirrorMaker 2 | ours, exactly once | ours / MM2 |",
+        "|---|---|---|---|---|",
+    ]
+    for row in sc["partitions"]:
+        floor = at_floor(row["mirrormaker2"]) or at_floor(row["ours"])
+        lines.append(
+            f"| {row['partitions']} | {row['records']:,} | {rate(row['mirrormaker2'])} "
+            f"| {rate(row['ours'])} | {'-' if floor or row['ours_vs_mm2'] is None else row['ours_vs_mm2']} |"
+        )
+    lines += [
+        "",
+        "Topics: T topics of one partition with small records (100 B), both in continuous mode on a pattern",
+        "(MM2 `tasks.max` = min(T, 8), `refresh.topics.interval.seconds` = 5 instead of its default 600,",
+        "which alone would decide the last column); the first record on the target, seconds after the",
+        "replicator was started; then a new topic matching the pattern is created with one record: seconds",
+        "until that record is on the target.",
+        "",
+        "| topics | records | MM2 records/s | ours records/s | ours / MM2 | first record: MM2 | ours "
+        "| new topic -> first record: MM2 | ours |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in sc["topics"]:
+        theirs, ours = row["mirrormaker2"], row["ours"]
+        floor = at_floor(theirs) or at_floor(ours)
+        lines.append(
+            f"| {row['topics']} | {ours['records']:,} | {rate(theirs)} | {rate(ours)} "
+            f"| {'-' if floor or row['ours_vs_mm2'] is None else row['ours_vs_mm2']} | {first_record(theirs)} "
+            f"| {first_record(ours)} | {secs(theirs['new_topic_seconds'])} "
+            f"| {secs(ours['new_topic_seconds'])} |"
+        )
+    if any(at_floor(row[tool]) for part in ("partitions", "topics") for row in sc[part] for tool in TOOLS):
+        lines += [
+            "",
+            "≥: every record arrived between two polls of the target (0.1 s apart, more when a poll of many "
+            "partitions is slow): the figure is the records over that span, a lower bound, not a rate.",
+        ]
+    idle = sc.get("idle")
+    if idle:
+        theirs, ours = idle["mirrormaker2"], idle["ours"]
+        lines += [
+            "",
+            f"Idle: both holding {idle['topics']:,} empty topics in continuous mode; CPU seconds per minute of each",
+            f"one's process tree over {ours['window_s']:.0f} s, from a minute after every remote topic existed.",
+            "",
+            "| | MirrorMaker 2 | ours |",
+            "|---|---|---|",
+            f"| CPU seconds per minute | {theirs['cpu_seconds_per_minute']} | {ours['cpu_seconds_per_minute']} |",
+            f"| every remote topic created after (s) | {theirs['remote_topics_after_s']} "
+            f"| {ours['remote_topics_after_s']} |",
+        ]
+    if len(sc["topics"]) > 1 or len(sc["partitions"]) > 1:
+        lines += ["", f"![records/s against topics and partitions, both tools]({SCALE_PLOT})"]
+    return [*lines, ""]
+
+
+def at_floor(figures: dict[str, Any]) -> bool:
+    """The copy's time is only bounded: every record arrived between two polls (see bench.watch)."""
+    copy_s = figures.get("copy_seconds")
+    return copy_s is not None and (bool(figures.get("within_one_poll")) or copy_s <= POLL_S)
+
+
+def rate(figures: dict[str, Any]) -> str:
+    return f"≥ {num(figures['copy_records_per_s'])}" if at_floor(figures) else num(figures["copy_records_per_s"])
+
+
+def num(value: float | None) -> str:
+    return f"{value:,}" if value else "did not finish"
+
+
+def first_record(run: dict[str, Any]) -> str:
+    value = run.get("first_record_after_s")
+    return "-" if value is None else f"{value} s"
+
+
+def secs(value: float | None) -> str:
+    return f"{value} s" if value is not None else "not within 120 s"
+
+
+def profile(p: dict[str, Any]) -> list[str]:
+    lines = [
+        f"## Profile of the copy tasks ({p['records']:,} records of {p['record_size']} B, {p['partitions']} "
+        "partitions, exactly once)",
+        "",
+        f"Command: `{p['command']}`: PySpark's Python worker profiler (`spark.python.profile`, cProfile)",
+        f"around the copy tasks; {p['profiled_seconds']} s profiled in the tasks. cProfile slows Python calls",
+        "down, so the shares matter, not the profiled rate.",
+        "",
+        "| where the copy tasks' time goes | share |",
+        "|---|---|",
+        *(f"| {name} | {share:.0%} |" for name, share in p["shares"].items()),
+        "",
+        "| function (own time) | calls | own s | cumulative s |",
+        "|---|---|---|---|",
+        *(f"| `{row['function']}` | {row['calls']:,} | {row['own_s']} | {row['cumulative_s']} |" for row in p["top"]),
+        "",
+        "Reading it: a copied record costs its share of a `consume` call, one `produce` call into librdkafka,",
+        "one pass through our loop (`copier._copy_records`; `copier._handle` only splits what `consume`",
+        "returned into runs of one partition) and one delivery report (`writer._reporter`'s `delivered`,",
+        "which the exact source -> target offset mapping needs). The bookkeeping that used to run per record",
+        "(latency statistics, offset runs, counters, the partition's state and target) is done per run of",
+        "records. Outside cProfile the delivery report is a small share of a record's CPU (the lab notes,",
+        "docs/benchmarks/lab-notes.md, have the producer measured alone).",
+        "",
+    ]
+    return lines
+
+
+def cluster(c: dict[str, Any]) -> list[str]:
+    first = c["rows"][0]
+    lines = [
+        f"## Spark cluster ({first['records']:,} records of {first['record_size']} B, "
+        f"{first['partitions']} partitions, tasks.max {first['tasks_max']}, exactly once)",
+        "",
+        f"Command: `{c['command']}`. The same available-now copy on `local[*, 4]` and on a Spark standalone",
+        "cluster (a master and 1 or 2 workers of 2 cores each, from pyspark's own `spark-class`, on this",
+        "machine, workers that cannot see the checkout): the executors get the project in the shipped archive.",
+        "",
+        "| master | workers | records/s (job) | MB/s (job) | job s | vs local | first record on the target after | "
+        "records/s while copying |",
+        "|---|---|---|---|---|---|---|---|",
+        *(
+            f"| {'local[*, 4]' if 'workers' not in row else 'standalone'} | {row.get('workers', '-')} | "
+            f"{row['job_records_per_s']:,} | {row['job_mb_per_s']} | {row['job_seconds']} | {row['vs_local']} | "
+            f"{row['first_record_after_s']} s | {row['copy_records_per_s']:,} |"
+            for row in c["rows"]
+        ),
+        "",
+        "All on one 2-core machine: the cluster adds executor JVMs, the application's registration and the",
+        "executors' start-up (the first record arrives later), and spreads the same two cores; once copying, the",
+        "cluster's rate is that of `local[*, 4]`. This measures what running distributed costs, not a",
+        "speed-up, which needs workers on machines of their own. Peak memory in `results.json` is the",
+        "driver's process tree only: the executors are children of the workers.",
+        *([f"Measured: {c['measured']}."] if c.get("measured") else []),
+        "",
+    ]
+    return lines
