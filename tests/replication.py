@@ -184,6 +184,9 @@ def without_offsets(parts: dict[int, list[tuple[Any, ...]]]) -> dict[int, list[t
     return {p: [r[:4] for r in records] for p, records in parts.items()}
 
 
+CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}  # sequence_report of an exact copy
+
+
 def sequence_report(parts: dict[int, list[tuple[Any, ...]]], expected: dict[int, list[int]]) -> dict[str, int]:
     """Missing, duplicated and out-of-order sequence numbers over all partitions."""
     missing = duplicated = disordered = 0

@@ -20,7 +20,7 @@ from srm.errors import RecordFormatError, SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import InternalTopic, ensure_internal_topic
 from srm.kafka.partitions import read_to_end
-from srm.kafka.topics import broker_count, partition_counts
+from srm.kafka.topics import broker_count, existing_topics
 
 log = logging.getLogger(__name__)
 CONTROL_TOPIC = "srm-control.internal"
@@ -115,7 +115,7 @@ class ControlReader:
         if now < self._next_check:
             return False
         self._next_check = now + RECHECK_S
-        if CONTROL_TOPIC not in partition_counts(clients.admin_client(self.cluster), include_internal=True):
+        if not existing_topics(clients.admin_client(self.cluster), [CONTROL_TOPIC]):
             return False
         self._consumer = clients.consumer(self.cluster, "__srm.control-reader", **{"enable.partition.eof": True})
         return True

@@ -49,14 +49,15 @@ def describe(admin: Any, consumer: Any, include_internal: bool = False) -> list[
 
 
 def list_offsets(
-    admin: Any, partitions: list[tuple[str, int]], spec: str, *, read_committed: bool = True
+    admin: Any, partitions: list[tuple[str, int]], spec: str, *, read_committed: bool = True, gone_ok: bool = False
 ) -> dict[tuple[str, int], int]:
     """``latest`` (read_committed: the last stable offset; otherwise the high watermark) or
-    ``earliest`` offset of each partition."""
+    ``earliest`` offset of each partition; with ``gone_ok``, the partitions of topics deleted
+    meanwhile are left out instead of failing the call."""
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
     offset_spec = OffsetSpec.latest() if spec == "latest" else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-    return _offsets(admin, {tp: offset_spec for tp in partitions}, read_committed=read_committed)
+    return _offsets(admin, {tp: offset_spec for tp in partitions}, read_committed=read_committed, gone_ok=gone_ok)
 
 
 def offsets_for_time(admin: Any, partitions: list[tuple[str, int]], timestamp_ms: int) -> dict[tuple[str, int], int]:
@@ -69,7 +70,7 @@ def offsets_for_time(admin: Any, partitions: list[tuple[str, int]], timestamp_ms
 
 
 def _offsets(
-    admin: Any, specs: dict[tuple[str, int], Any], *, read_committed: bool = True
+    admin: Any, specs: dict[tuple[str, int], Any], *, read_committed: bool = True, gone_ok: bool = False
 ) -> dict[tuple[str, int], int]:
     from confluent_kafka import IsolationLevel, TopicPartition
 
@@ -82,11 +83,20 @@ def _offsets(
             isolation_level=IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED,
             request_timeout=ADMIN_TIMEOUT_S,
         ),
-        "cannot list offsets of " + ", ".join(sorted({t for t, _ in specs})),
+        "cannot list offsets of " + _named({t for t, _ in specs}),
         admin,
-        needs(admin, "DESCRIBE", "TOPIC " + ", ".join(repr(t) for t in sorted({t for t, _ in specs}))),
+        needs(admin, "DESCRIBE", "TOPIC " + _named({t for t, _ in specs}, quoted=True)),
+        gone_ok=gone_ok,
     )
     return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
+
+
+def _named(topics: set[str], *, quoted: bool = False, shown: int = 10) -> str:
+    """The first ``shown`` of ``topics`` (sorted), and how many more: an error about 2,000 topics
+    names ten."""
+    names = [repr(t) if quoted else t for t in sorted(topics)]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: float = SERVED_WAIT_S) -> None:

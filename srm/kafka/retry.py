@@ -37,6 +37,8 @@ RETRIABLE = (
     "UNKNOWN_LEADER_EPOCH",
     "_NOENT",  # an admin call's "Failed to query partition leaders: No leaders found" (an election)
 )
+# A topic or partition the cluster does not have (any more): deleted, or never created.
+TOPIC_GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
 
 def needs(admin: Any, operation: str, resource: str) -> str:

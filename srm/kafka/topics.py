@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.kafka.retry import needs, retrying
+from srm.kafka.retry import TOPIC_GONE, needs, retrying
 from srm.mm2.topic_configs import ConfigValue
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
@@ -44,13 +44,36 @@ def _needed(admin: Any, operation: str, names: list[str]) -> str | None:
     return needs(admin, operation, f"TOPIC {names[0]!r}") if len(names) == 1 else None
 
 
-def _resolve(futures: dict[Any, Any]) -> dict[Any, Any]:
-    return {key: future.result(timeout=ADMIN_TIMEOUT_S) for key, future in futures.items()}
+def _resolve(futures: dict[Any, Any], skipped: tuple[str, ...] = ()) -> dict[Any, Any]:
+    """Each future's result; the keys whose error is one of ``skipped`` (librdkafka's names) are
+    left out instead of failing the call."""
+    from confluent_kafka import KafkaException
+
+    out = {}
+    for key, future in futures.items():
+        try:
+            out[key] = future.result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            if not (exc.args and getattr(exc.args[0], "name", lambda: "")() in skipped):
+                raise
+    return out
 
 
-def admin_request(request: Callable[[], dict[Any, Any]], what: str, admin: Any, needed: str | None) -> dict[Any, Any]:
+def admin_request(
+    request: Callable[[], dict[Any, Any]],
+    what: str,
+    admin: Any,
+    needed: str | None,
+    *,
+    gone_ok: bool = False,
+    skipped: tuple[str, ...] = (),
+) -> dict[Any, Any]:
+    """``request()``'s futures resolved, retried as :func:`srm.kafka.retry.retrying` does; ``gone_ok``:
+    the keys of deleted (or unknown) topics are left out of the result rather than failing it, as
+    are those whose error is one of ``skipped``."""
+    skip = (*TOPIC_GONE, *skipped) if gone_ok else skipped
     return retrying(
-        lambda: _resolve(request()),
+        lambda: _resolve(request(), skip),
         on_cluster(admin, what),
         needed=needed,
         refresh=lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
@@ -185,7 +208,7 @@ def broker_count(admin: Any) -> int:
     return len(cluster_metadata(admin).brokers)
 
 
-def _describe(admin: Any, topics: list[str]) -> dict[str, Any]:
+def _describe(admin: Any, topics: list[str], *, gone_ok: bool = False, skipped: tuple[str, ...] = ()) -> dict[str, Any]:
     from confluent_kafka import TopicCollection
 
     if not topics:
@@ -195,12 +218,22 @@ def _describe(admin: Any, topics: list[str]) -> dict[str, Any]:
         "cannot describe topics",
         admin,
         needs(admin, "DESCRIBE", "TOPIC " + ", ".join(map(repr, topics))),
+        gone_ok=gone_ok,
+        skipped=skipped,
     )
 
 
-def topic_ids(admin: Any, topics: list[str]) -> dict[str, str]:
-    """Topic name -> Kafka topic id (changes when a topic is deleted and created again)."""
-    return {name: str(info.topic_id) for name, info in _describe(admin, topics).items()}
+def topic_ids(admin: Any, topics: list[str], *, gone_ok: bool = False) -> dict[str, str]:
+    """Topic name -> Kafka topic id (changes when a topic is deleted and created again); with
+    ``gone_ok``, topics deleted meanwhile are left out instead of failing the call."""
+    return {name: str(info.topic_id) for name, info in _describe(admin, topics, gone_ok=gone_ok).items()}
+
+
+def existing_topics(admin: Any, topics: list[str]) -> set[str]:
+    """Those of ``topics`` the cluster has and shows this client, asked about them alone: on a
+    cluster of thousands of topics far cheaper than listing them all (``partition_counts``), which
+    leaves out the topics the principal may not describe, as this does."""
+    return set(_describe(admin, topics, gone_ok=True, skipped=("TOPIC_AUTHORIZATION_FAILED",)))
 
 
 def partition_leaders(admin: Any, topics: list[str]) -> dict[tuple[str, int], int]:

@@ -194,7 +194,8 @@ class Accounting:
     def _record(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
         query = self.query_id
         app = f"{self.flow.name}:{query}:{self.run_id}"
-        ends = list_offsets(self.source_admin, [(p["row"]["topic"], p["row"]["partition"]) for p in payloads], "latest")
+        keys = [(p["row"]["topic"], p["row"]["partition"]) for p in payloads]
+        ends = list_offsets(self.source_admin, keys, "latest", gone_ok=True)  # a topic deleted since: no lag
         rows = [self._metrics_row(batch_id, query, p["row"], ends) for p in payloads]
         if rows:
             self.warehouse.append(METRICS, rows, f"metrics:{app}", batch_id + 1)

@@ -31,7 +31,7 @@ from srm.kafka import clients
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.deliveries import TransactionAborted
 from srm.replication.job import CopyJob, CopyRange, Loss, PartitionResult
-from srm.replication.kafka_errors import is_fatal, read_error
+from srm.replication.kafka_errors import GONE, is_fatal, read_error
 from srm.replication.losses import retention_loss, starting_point
 from srm.replication.ownership import OWNERS_TAIL_READER, fence_others, latest_ownership, taken_over
 from srm.replication.partition_state import PartitionState
@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 Key = tuple[str, int]
 FILL_WAIT_S = 0.001  # CopyLoop.fill: longest wait for acknowledgements before looking for records
 WHERE_SHOWN = 10  # partitions named in the message of a failure that lasts (the rest counted)
-GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
 
 
 class CopyLoop:

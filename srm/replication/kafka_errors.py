@@ -6,6 +6,7 @@ from typing import Any
 
 from srm.config.model import Cluster
 from srm.errors import RemoteTopicGoneError, ReplicationError
+from srm.kafka.retry import TOPIC_GONE
 
 FENCED = ("PRODUCER_FENCED", "_FENCED", "INVALID_PRODUCER_EPOCH")  # a newer producer of the id took over
 KNOWN_WRITE_ERRORS = (
@@ -22,7 +23,7 @@ REFINED = (*KNOWN_WRITE_ERRORS, "INVALID_TIMESTAMP")
 
 # A record's partition or topic is not on the target: the remote topic was deleted under the flow
 # (librdkafka retries a topic missing from its metadata for topic.metadata.propagation.max.ms first).
-GONE = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION")
+GONE = TOPIC_GONE
 
 
 def gone_error(error: Any) -> Any:

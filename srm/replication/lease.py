@@ -223,7 +223,7 @@ class LeaseRunner(BatchRunner):
     def _with_source_ends(self, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Per partition, its end on the source now (for the lag); idle, caught-up ones are left out."""
         keys = [(p["row"]["topic"], p["row"]["partition"]) for p in payloads]
-        ends = list_offsets(self.source_admin, keys, "latest") if keys else {}
+        ends = list_offsets(self.source_admin, keys, "latest", gone_ok=True) if keys else {}
         out = []
         for payload, key in zip(payloads, keys, strict=True):
             row = payload["row"]

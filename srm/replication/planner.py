@@ -98,10 +98,22 @@ class Planner:
         return {t: n for t, n in sorted(counts.items()) if self.selector.replicates(t)}
 
     def snapshot(self) -> tuple[plan.Positions, dict[str, str]]:
+        """The replicated partitions' ends and their topics' ids. A topic deleted on the source
+        between the listing and these requests is left out, as if listed a moment later: the
+        next plan no longer has it."""
         self._refresh_clients()
         topics = self.topics()
         partitions = [(t, p) for t, n in topics.items() for p in range(n)]
-        return list_offsets(self.source_admin, partitions, "latest"), topic_ids(self.source_admin, list(topics))
+        ends = list_offsets(self.source_admin, partitions, "latest", gone_ok=True)
+        ids = topic_ids(self.source_admin, list(topics), gone_ok=True)
+        gone = {t for t in topics if t not in ids or any((t, p) not in ends for p in range(topics[t]))}
+        if gone:
+            log.info(
+                "flow %s: topic(s) deleted on %s while planning: %s", self.flow.name, self.source_alias, sorted(gone)
+            )
+        return {tp: end for tp, end in ends.items() if tp[0] not in gone}, {
+            t: i for t, i in ids.items() if t not in gone
+        }
 
     def _refresh_clients(self) -> None:
         """Clients of a cluster whose client settings resolve differently now are built again."""

@@ -32,7 +32,12 @@ CONSUMER_SETTINGS = {
     # at 1 KiB records; more only adds memory.
     "queued.max.messages.kbytes": 16 * 1024,
     "queued.min.messages": 20_000,
-    "fetch.wait.max.ms": 100,
+    # How long the broker holds a fetch that finds nothing new (Kafka's Java default). librdkafka
+    # has no incremental fetch sessions (KIP-227): every fetch names every assigned partition, so a
+    # copier holding 1,000 idle partitions spent 4 CPU-s a minute on fetches at 100 ms
+    # (bench.scale's idle figure). Records end the wait as soon as they arrive; only a partition
+    # assigned while a fetch is held waits for its end to be fetched.
+    "fetch.wait.max.ms": 500,
     # A partition assigned again by the next task sometimes starts fetching only 1 s later
     # (debug=fetch: "start fetching" at t, the first Fetch at t + 1 s); these backoffs and sleeps
     # default to 1000/1000/500 ms, and lower values make that stall rarer (bench/REPORT.md).

@@ -24,7 +24,7 @@ from srm.service.monitor import ConfigSource, Monitor
 from srm.storage.warehouse import METRICS
 from tests.helpers import produce
 from tests.jobs import Writer
-from tests.replication import Env, contents, count_records, make_env, sequenced
+from tests.replication import CLEAN, Env, contents, count_records, make_env, sequence_report, sequenced
 
 pytestmark = pytest.mark.integration
 
@@ -88,6 +88,28 @@ def test_new_partitions_flow_within_ten_seconds(running: Any) -> None:
     assert partition_counts(clients.admin_client(env.east))[remote] == 5
     per_partition = contents(env.east, remote)
     assert [len(per_partition[p]) for p in range(5)] == [150, 150, 100, 100, 100]
+
+
+def test_a_source_topic_deleted_under_the_run_leaves_its_plan_and_the_rest_flows_on(running: Any) -> None:
+    """A topic deleted on the source ends the lease (a removed partition); the next plan is made
+    without it, though the topic may still be listed while its ends are asked for (the job stopped
+    with "cannot list offsets ...: Unknown topic or partition" before), and copying goes on."""
+    env, prefix = running
+    admin = clients.admin_client(env.west)
+    doomed, kept, later = f"{prefix}-a3", f"{prefix}-a4", f"{prefix}-a5"
+    for topic in (doomed, kept):
+        ensure_topic(admin, topic, 2)
+        produce(env.west, topic, sequenced(2, 100))
+    wait_for(lambda: target_records(env, doomed) + target_records(env, kept) == 200, 60, "both topics copied")
+    admin.delete_topics([doomed], operation_timeout=30)[doomed].result(60)
+    produce(env.west, kept, sequenced(2, 100, start=100))
+    wait_for(lambda: target_records(env, kept) == 200, FLOW_WITHIN_S, f"records of {kept} after {doomed} was deleted")
+    ensure_topic(admin, later, 1)  # planning goes on: a topic created afterwards flows too
+    produce(env.west, later, sequenced(1, 50))
+    wait_for(lambda: target_records(env, later) == 50, FLOW_WITHIN_S, f"topic {later}")
+    remote = env.flow().policy.format_remote_topic(env.west.alias, kept)
+    expected = {p: list(range(200))[p::2] for p in range(2)}  # sequenced(2, ...): record n in partition n % 2
+    assert sequence_report(contents(env.east, remote), expected) == CLEAN
 
 
 def test_allow_list_edit_applies_without_restart(running: Any) -> None:

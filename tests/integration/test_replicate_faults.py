@@ -19,12 +19,11 @@ from srm.kafka import clients
 from srm.kafka.topics import ensure_topic
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Job, Writer, exactly_once, python_workers
-from tests.replication import make_env, replicate
+from tests.replication import CLEAN, make_env, replicate
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
-CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}
 
 
 def test_sigkill_anywhere_then_deleted_checkpoint_exactly_once(

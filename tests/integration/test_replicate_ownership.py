@@ -16,12 +16,11 @@ from srm.kafka import clients
 from srm.kafka.topics import ensure_topic
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Job, Writer, exactly_once
-from tests.replication import Env, make_env
+from tests.replication import CLEAN, Env, make_env
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
-CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}
 
 
 def copying(env: Env, topic: str, job: Job, timeout_s: float = 120) -> None:

@@ -28,12 +28,11 @@ from tests.helpers import spark_defaults
 from tests.integration.test_least_privilege import grant, revoke
 from tests.integration.test_replicate_continuous import target_records, wait_for
 from tests.jobs import Job, Writer, exactly_once
-from tests.replication import Env, replicate, shown_status
+from tests.replication import CLEAN, Env, replicate, shown_status
 from tests.secured import SecuredCluster, secured_env
 
 pytestmark = pytest.mark.integration
 
-CLEAN = {"missing": 0, "duplicated": 0, "out_of_order": 0}
 PER_20_MS = 20  # Writer's burst: 1,000 records/s
 
 

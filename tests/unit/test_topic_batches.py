@@ -9,19 +9,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from srm.errors import SrmError
 from srm.kafka.topics import BATCH, NewTopicSpec, describe_configs_of, ensure_topics
-
-
-def done(value: Any = None, error: KafkaError | None = None) -> Future[Any]:
-    future: Future[Any] = Future()
-    if error is not None:
-        future.set_exception(KafkaException(error))
-    else:
-        future.set_result(value)
-    return future
+from tests.unit.kafka_futures import done
 
 
 class Admin:
