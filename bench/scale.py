@@ -88,10 +88,19 @@ def new_topic_seconds(source: Cluster, target: Cluster, name: str, remote: str) 
     return None
 
 
-def group_cpu_seconds(pgid: int) -> dict[int, float]:
-    """User and system CPU seconds so far of each live process of process group ``pgid``."""
+def tree_cpu_seconds(pid: int) -> dict[int, float]:
+    """User and system CPU seconds so far of each live process of ``pid``'s tree and process group.
+
+    The tree, not the group alone: PySpark's worker daemon puts itself and the Python workers it
+    forks (ours' copiers) in a process group of their own, which a count by the launched process's
+    group left out."""
     found = {}
-    for process in replicators.group(pgid):
+    try:
+        root = psutil.Process(pid)
+        processes = {p.pid: p for p in [root, *root.children(recursive=True), *replicators.group(pid)]}
+    except psutil.Error:
+        processes = {p.pid: p for p in replicators.group(pid)}
+    for process in processes.values():
         with contextlib.suppress(psutil.Error):
             times = process.cpu_times()
             found[process.pid] = times.user + times.system
@@ -150,9 +159,9 @@ def idle_cpu(
                 time.sleep(1.0)
             ready_s = time.monotonic() - started
             time.sleep(settle_s)
-            before, at = group_cpu_seconds(process.pid), time.monotonic()
+            before, at = tree_cpu_seconds(process.pid), time.monotonic()
             time.sleep(window_s)
-            used, seconds = cpu_used(before, group_cpu_seconds(process.pid)), time.monotonic() - at
+            used, seconds = cpu_used(before, tree_cpu_seconds(process.pid)), time.monotonic() - at
         finally:
             replicators.stop(process)
     latency.delete_topics(source, names)

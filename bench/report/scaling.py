@@ -61,10 +61,16 @@ def scale(sc: dict[str, Any]) -> list[str]:
     idle = sc.get("idle")
     if idle:
         theirs, ours = idle["mirrormaker2"], idle["ours"]
+        again = (
+            f"Measured again {idle['finished']} (`{idle['command']}`), apart from the run above. "
+            if "command" in idle
+            else ""
+        )
         lines += [
             "",
-            f"Idle: both holding {idle['topics']:,} empty topics in continuous mode; CPU seconds per minute of each",
-            f"one's process tree over {ours['window_s']:.0f} s, from a minute after every remote topic existed.",
+            f"Idle: {again}{'Both' if again else 'both'} holding {idle['topics']:,} empty topics in continuous mode;",
+            "CPU seconds per minute of each one's process tree (PySpark's Python workers included) over",
+            f"{ours['window_s']:.0f} s, from a minute after every remote topic existed.",
             "",
             "| | MirrorMaker 2 | ours |",
             "|---|---|---|",

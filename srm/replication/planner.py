@@ -98,22 +98,24 @@ class Planner:
         return {t: n for t, n in sorted(counts.items()) if self.selector.replicates(t)}
 
     def snapshot(self) -> tuple[plan.Positions, dict[str, str]]:
-        """The replicated partitions' ends and their topics' ids. A topic deleted on the source
-        between the listing and these requests is left out, as if listed a moment later: the
-        next plan no longer has it."""
+        """The replicated partitions' ends and their topics' ids. A partition the source no longer
+        (or not yet) knows when asked, listed though it was a moment before, is left out: a topic
+        deleted meanwhile is not in the plan, a partition just added joins the next one."""
         self._refresh_clients()
         topics = self.topics()
         partitions = [(t, p) for t, n in topics.items() for p in range(n)]
         ends = list_offsets(self.source_admin, partitions, "latest", gone_ok=True)
         ids = topic_ids(self.source_admin, list(topics), gone_ok=True)
-        gone = {t for t in topics if t not in ids or any((t, p) not in ends for p in range(topics[t]))}
-        if gone:
+        ends = {tp: end for tp, end in ends.items() if tp[0] in ids}
+        left_out = [tp for tp in partitions if tp not in ends]
+        if left_out:
+            shown = ", ".join(f"{t}[{p}]" for t, p in left_out[:5]) + (", ..." if len(left_out) > 5 else "")
             log.info(
-                "flow %s: topic(s) deleted on %s while planning: %s", self.flow.name, self.source_alias, sorted(gone)
+                "flow %s: %d partition(s) unknown to %s while planning (deleted, or not served yet): %s",
+                *(self.flow.name, len(left_out), self.source_alias, shown),
             )
-        return {tp: end for tp, end in ends.items() if tp[0] not in gone}, {
-            t: i for t, i in ids.items() if t not in gone
-        }
+        planned = {t for t, _ in ends}
+        return ends, {t: i for t, i in ids.items() if t in planned}
 
     def _refresh_clients(self) -> None:
         """Clients of a cluster whose client settings resolve differently now are built again."""

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bench import report
@@ -29,6 +33,7 @@ def test_a_part_measured_again_says_when() -> None:
     results = json.loads((Path(report.__file__).parents[1] / "results.json").read_text())  # the report's own run
     for part in STEPS:
         results[part].pop("again", None)  # measured with the rest
+    results["scale"]["idle"].pop("command", None)
     assert "Measured again" not in report.render(results)
     results["failover"] |= {"finished": "2999-01-01 09:10 UTC", "again": True}
     rendered = report.render(results).splitlines()
@@ -62,6 +67,12 @@ def test_the_scale_section_gives_first_records_idle_cpu_and_a_plot_of_both_tools
     lines = scaling.scale(sc)
     assert "| 2000 | 1 | 1,000 | 2,000 | 2.0 | 15.5 s | 9.0 s | 1.5 s | 1.5 s |" in lines
     assert "| CPU seconds per minute | 3.2 | 2.9 |" in lines
+    assert not any("Measured again" in line for line in lines)
+    sc["idle"] |= {"command": "python -m bench.scale --idle-topics 2000", "finished": "2999-01-01 09:10 UTC"}
+    assert any(
+        line.startswith("Idle: Measured again 2999-01-01 09:10 UTC (`python -m bench.scale --idle-topics 2000`)")
+        for line in scaling.scale(sc)
+    )
     assert f"![records/s against topics and partitions, both tools]({SCALE_PLOT})" in lines
     plot_scale(sc, tmp_path / SCALE_PLOT)
     assert (tmp_path / SCALE_PLOT).stat().st_size > 10_000
@@ -73,6 +84,30 @@ def test_the_idle_cpu_counts_each_process_from_its_first_reading_and_never_goes_
     before = {1: 10.0, 2: 5.0, 3: 7.0}  # 3 ends before the second reading
     after = {1: 12.5, 2: 5.0, 4: 0.5}  # 4 started in between
     assert cpu_used(before, after) == 3.0
+
+
+def test_the_idle_cpu_counts_the_processes_that_left_the_group_as_pysparks_workers_do() -> None:
+    """PySpark's worker daemon puts itself and the copiers it forks in a process group of their own:
+    a count of the launched process's group alone left them out."""
+    from bench.replicators import group
+    from bench.scale import tree_cpu_seconds
+
+    worker = "import os, time\nos.setpgid(0, 0)\nt = time.time()\nwhile time.time() - t < 0.3: pass\ntime.sleep(60)"
+    launcher = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {worker!r}])\ntime.sleep(60)"
+    root = subprocess.Popen([sys.executable, "-c", launcher], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (children := psutil.Process(root.pid).children()) or sum(children[0].cpu_times()[:2]) < 0.25:
+            assert time.monotonic() < deadline, "the worker did not start"
+            time.sleep(0.05)
+        counted = tree_cpu_seconds(root.pid)
+        assert children[0].pid not in {p.pid for p in group(root.pid)}  # out of the group ...
+        assert counted[children[0].pid] >= 0.25  # ... and counted
+    finally:
+        for process in psutil.Process(root.pid).children(recursive=True):
+            process.kill()
+        root.kill()
+        root.wait()
 
 
 def test_a_copy_seen_whole_between_two_polls_is_shown_as_a_lower_bound_without_a_ratio() -> None:

@@ -91,3 +91,24 @@ def test_an_error_about_thousands_of_topics_names_ten_and_counts_the_rest() -> N
     named = ", ".join(f"t{i:04d}" for i in range(10))
     assert message.startswith(f"cannot list offsets of {named} and 1990 more on west")
     assert len(message) < 300
+
+
+def test_a_plan_leaves_out_the_partitions_the_source_no_longer_knows_and_keeps_the_rest() -> None:
+    """The planner listed ``gone`` (2 partitions) and ``orders`` (3); then ``gone`` was deleted and
+    partition 2 of ``orders`` is not served yet: the plan has ``orders`` 0 and 1 and their id."""
+    from srm.replication.planner import Planner
+
+    class Partial(Admin):
+        def list_offsets(self, request: dict[Any, Any], **_: Any) -> dict[Any, Future[Any]]:
+            answers = super().list_offsets(request)
+            missing = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, "Broker: Unknown topic or partition")
+            return {tp: done(error=missing) if tp.partition == 2 else f for tp, f in answers.items()}
+
+    planner = Planner.__new__(Planner)
+    planner.source_admin, planner.source_alias = Partial({"orders": 40}), "west"
+    planner.flow = SimpleNamespace(name="west->east")  # type: ignore[assignment]
+    planner._refresh_clients = lambda: None  # type: ignore[method-assign]
+    planner.topics = lambda: {"gone": 2, "orders": 3}  # type: ignore[method-assign]
+    ends, ids = planner.snapshot()
+    assert ends == {("orders", 0): 40, ("orders", 1): 40}
+    assert ids == {"orders": "id-orders"}
