@@ -47,12 +47,18 @@ def _needed(admin: Any, operation: str, names: list[str]) -> str | None:
 def _resolve(futures: dict[Any, Any], skipped: tuple[str, ...] = ()) -> dict[Any, Any]:
     """Each future's result; the keys whose error is one of ``skipped`` (librdkafka's names) are
     left out instead of failing the call."""
-    from confluent_kafka import KafkaException
+    from concurrent.futures import TimeoutError as NoAnswer
+
+    from confluent_kafka import KafkaError, KafkaException
 
     out = {}
     for key, future in futures.items():
         try:
             out[key] = future.result(timeout=ADMIN_TIMEOUT_S)
+        except NoAnswer:  # a frozen cluster: librdkafka's own timeout has not fired yet; retried as it would be
+            raise KafkaException(
+                KafkaError(KafkaError._TIMED_OUT, f"no answer within {ADMIN_TIMEOUT_S:.0f} s")
+            ) from None
         except KafkaException as exc:
             if not (exc.args and getattr(exc.args[0], "name", lambda: "")() in skipped):
                 raise

@@ -4,6 +4,7 @@ answered UNKNOWN_TOPIC_OR_PART and stopped a continuous job), and every other er
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from concurrent.futures import Future
 from types import SimpleNamespace
@@ -112,3 +113,21 @@ def test_a_plan_leaves_out_the_partitions_the_source_no_longer_knows_and_keeps_t
     ends, ids = planner.snapshot()
     assert ends == {("orders", 0): 40, ("orders", 1): 40}
     assert ids == {"orders": "id-orders"}
+
+
+def test_a_cluster_that_never_answers_is_unreachable_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frozen target: the future's own wait ran out before librdkafka's (the job stopped on a
+    bare TimeoutError while looking for the control topic)."""
+    from srm.errors import ClusterUnreachableError
+    from srm.kafka import retry, topics
+
+    monkeypatch.setattr(topics, "ADMIN_TIMEOUT_S", 0.01)
+    monkeypatch.setattr(topics, "retrying", functools.partial(retry.retrying, timeout_s=0.05))
+
+    class Frozen(Admin):
+        def describe_topics(self, topics: Any, **_: Any) -> dict[str, Future[Any]]:
+            return {name: Future() for name in topics.topic_names}  # never resolved
+
+    with pytest.raises(ClusterUnreachableError, match="cannot describe topics on west: no answer within 0 s") as raised:
+        existing_topics(Frozen({}), ["srm-control.internal"])
+    assert raised.value.cluster == "west"
