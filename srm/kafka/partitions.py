@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
-from srm.kafka.retry import acl_hint, is_retriable, needs
-from srm.kafka.topics import ADMIN_TIMEOUT_S, admin_request, on_cluster, partition_counts
+from srm.kafka.retry import TOPIC_GONE, acl_hint, is_retriable, needs
+from srm.kafka.topics import ADMIN_TIMEOUT_S, admin_request, named, on_cluster, partition_counts
 
 SERVED_WAIT_S = 120.0  # new partitions until their leaders hold them: 10,000 on one broker take ~30 s
 SERVED_POLL_S = 0.25
@@ -83,20 +83,12 @@ def _offsets(
             isolation_level=IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED,
             request_timeout=ADMIN_TIMEOUT_S,
         ),
-        "cannot list offsets of " + _named({t for t, _ in specs}),
+        "cannot list offsets of " + named({t for t, _ in specs}),
         admin,
-        needs(admin, "DESCRIBE", "TOPIC " + _named({t for t, _ in specs}, quoted=True)),
-        gone_ok=gone_ok,
+        needs(admin, "DESCRIBE", "TOPIC " + named({t for t, _ in specs}, quoted=True)),
+        skipped=TOPIC_GONE if gone_ok else (),
     )
     return {(tp.topic, tp.partition): info.offset for tp, info in results.items()}
-
-
-def _named(topics: set[str], *, quoted: bool = False, shown: int = 10) -> str:
-    """The first ``shown`` of ``topics`` (sorted), and how many more: an error about 2,000 topics
-    names ten."""
-    names = [repr(t) if quoted else t for t in sorted(topics)]
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
 
 
 def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: float = SERVED_WAIT_S) -> None:

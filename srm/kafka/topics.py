@@ -71,20 +71,26 @@ def admin_request(
     admin: Any,
     needed: str | None,
     *,
-    gone_ok: bool = False,
     skipped: tuple[str, ...] = (),
 ) -> dict[Any, Any]:
-    """``request()``'s futures resolved, retried as :func:`srm.kafka.retry.retrying` does; ``gone_ok``:
-    the keys of deleted (or unknown) topics are left out of the result rather than failing it, as
-    are those whose error is one of ``skipped``."""
-    skip = (*TOPIC_GONE, *skipped) if gone_ok else skipped
+    """``request()``'s futures resolved, retried as :func:`srm.kafka.retry.retrying` does; the keys
+    whose error is one of ``skipped`` (e.g. TOPIC_GONE: a topic deleted meanwhile) are left out of
+    the result rather than failing it."""
     return retrying(
-        lambda: _resolve(request(), skip),
+        lambda: _resolve(request(), skipped),
         on_cluster(admin, what),
         needed=needed,
         refresh=lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
         cluster=admin.srm_alias,
     )
+
+
+def named(topics: set[str], *, quoted: bool = False, shown: int = 10) -> str:
+    """The first ``shown`` of ``topics`` (sorted), and how many more: an error about 2,000 topics
+    names ten."""
+    names = [repr(t) if quoted else t for t in sorted(topics)]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def on_cluster(admin: Any, what: str) -> str:
@@ -214,7 +220,7 @@ def broker_count(admin: Any) -> int:
     return len(cluster_metadata(admin).brokers)
 
 
-def _describe(admin: Any, topics: list[str], *, gone_ok: bool = False, skipped: tuple[str, ...] = ()) -> dict[str, Any]:
+def _describe(admin: Any, topics: list[str], *, skipped: tuple[str, ...] = ()) -> dict[str, Any]:
     from confluent_kafka import TopicCollection
 
     if not topics:
@@ -223,8 +229,7 @@ def _describe(admin: Any, topics: list[str], *, gone_ok: bool = False, skipped: 
         lambda: admin.describe_topics(TopicCollection(topics), request_timeout=ADMIN_TIMEOUT_S),
         "cannot describe topics",
         admin,
-        needs(admin, "DESCRIBE", "TOPIC " + ", ".join(map(repr, topics))),
-        gone_ok=gone_ok,
+        needs(admin, "DESCRIBE", "TOPIC " + named(set(topics), quoted=True)),
         skipped=skipped,
     )
 
@@ -232,14 +237,17 @@ def _describe(admin: Any, topics: list[str], *, gone_ok: bool = False, skipped: 
 def topic_ids(admin: Any, topics: list[str], *, gone_ok: bool = False) -> dict[str, str]:
     """Topic name -> Kafka topic id (changes when a topic is deleted and created again); with
     ``gone_ok``, topics deleted meanwhile are left out instead of failing the call."""
-    return {name: str(info.topic_id) for name, info in _describe(admin, topics, gone_ok=gone_ok).items()}
+    return {
+        name: str(info.topic_id)
+        for name, info in _describe(admin, topics, skipped=TOPIC_GONE if gone_ok else ()).items()
+    }
 
 
 def existing_topics(admin: Any, topics: list[str]) -> set[str]:
     """Those of ``topics`` the cluster has and shows this client, asked about them alone: on a
     cluster of thousands of topics far cheaper than listing them all (``partition_counts``), which
     leaves out the topics the principal may not describe, as this does."""
-    return set(_describe(admin, topics, gone_ok=True, skipped=("TOPIC_AUTHORIZATION_FAILED",)))
+    return set(_describe(admin, topics, skipped=(*TOPIC_GONE, "TOPIC_AUTHORIZATION_FAILED")))
 
 
 def partition_leaders(admin: Any, topics: list[str]) -> dict[tuple[str, int], int]:

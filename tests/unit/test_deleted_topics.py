@@ -131,3 +131,10 @@ def test_a_cluster_that_never_answers_is_unreachable_not_a_crash(monkeypatch: py
     with pytest.raises(ClusterUnreachableError, match="cannot describe topics on west: no answer within 0 s") as raised:
         existing_topics(Frozen({}), ["srm-control.internal"])
     assert raised.value.cluster == "west"
+
+
+def test_a_denied_describe_of_thousands_of_topics_names_ten_in_the_acl_it_needs() -> None:
+    names = [f"t{i:04d}" for i in range(2000)]
+    with pytest.raises(SrmError, match=r"needs DESCRIBE on TOPIC 't0000', .*'t0009' and 1990 more") as raised:
+        topic_ids(Admin({n: 1 for n in names}, denied=names), names)
+    assert len(str(raised.value)) < 500
