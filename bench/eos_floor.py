@@ -1,6 +1,8 @@
 """What exactly-once costs in latency on these brokers: ours, Kafka's textbook pattern and MirrorMaker 2.
 
     .venv/bin/python -m bench.eos_floor [--rounds 3] [--rate 5000] [--seconds 30] [--partitions 8] [--tools a,b]
+    .venv/bin/python -m bench.eos_floor --rates 5000,50000 --seconds 120 --out bench   # issue 45's figures
+
 
 Each round runs ``bench.latency``'s load (warm-up included) once with each of five tools on the
 local clusters (``make kafka-up``; ``--tools`` picks some): ours (exactly once, its defaults), ours
@@ -12,21 +14,30 @@ MirrorMaker 2 (at least once, its defaults). Each round starts with the next too
 always runs first or last. Prints JSON: each run's p50/p95/p99/max and the records read against
 those sent (the textbook copiers' also the transactions they committed), per tool the median of
 the rounds, per round ours' p99 over that of the tool of the same guarantee (``p99_ratios``), and
-where the tools' logs are kept. The textbook copiers' figures are what a copier
+where the tools' logs are kept; each round also records how long the local brokers had been up when
+it started (a cold round: brokers fresh from ``make demo``). ``--rates`` measures each rate in turn,
+``--out`` writes ``eos_floor.json`` there and renders that folder's ``REPORT.md`` again (its section
+"Exactly once against Kafka's transactions alone"). The textbook copiers' figures are what a copier
 built on Kafka transactions gets here, in either version of the protocol; MirrorMaker 2 waits for
-no commit. Not part of ``make bench``: the report links its figures in the lab notes.
+no commit. Not part of ``make bench``: run by hand.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from bench import latency, replicators, textbook_copier
+from srm.config import load_config
+from srm.devenv.local import LocalClusters
 from srm.paths import local_dir
 
 FIGURES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
@@ -43,6 +54,7 @@ PAIRS = {
 }
 
 
+FILE = "eos_floor.json"  # what --out writes, and the report reads
 TOOL_NAMES = ("ours_exactly_once", TEXTBOOK, TEXTBOOK_JAVA, "mirrormaker2", AT_LEAST_ONCE)
 
 
@@ -73,7 +85,9 @@ def measure(
     source, target = latency.clusters(config_path)
     starts = [(n, s) for n, s in tools(config_path, workdir, load.partitions).items() if not only or n in only]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in starts}
+    uptimes: list[dict[str, float]] = []
     for round_ in range(rounds):
+        uptimes.append(brokers_up_s(config_path))
         for name, start in starts[round_ % len(starts) :] + starts[: round_ % len(starts)]:
             figures = latency.run_with(start, source, target, load)
             kept = {k: round(figures[k], 1) for k in FIGURES} | {k: figures[k] for k in COUNTS}
@@ -85,8 +99,20 @@ def measure(
         "median": {name: {k: statistics.median(r[k] for r in rs) for k in FIGURES} for name, rs in runs.items()},
         "runs": runs,
         "p99_ratios": ratios(runs),
+        "brokers_up_s": uptimes,
         "logs": str(workdir),
     }
+
+
+def brokers_up_s(config_path: Path) -> dict[str, float]:
+    """Per local cluster, how long its broker has been up (seconds), or nothing when it is not ours."""
+    config = load_config(config_path)
+    up = {}
+    for member in LocalClusters(config.local_clusters(), local_dir()).members:
+        pid = member.pid()
+        if pid is not None:
+            up[member.alias] = round(time.time() - psutil.Process(pid).create_time(), 1)
+    return up
 
 
 def ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list[float]]:
@@ -102,14 +128,48 @@ def main() -> None:
     parser = latency.load_arguments(__doc__.split("\n")[0], seconds=30)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tool (default %(default)s)")
     parser.add_argument("--tools", help="comma-separated, of: " + ", ".join(TOOL_NAMES) + " (default: all)")
+    parser.add_argument("--rates", type=latency.numbers, help="comma-separated rates, measured in turn (for --rate)")
+    parser.add_argument("--out", type=Path, help="folder for eos_floor.json; its REPORT.md is rendered again")
     args = parser.parse_args()
     only = args.tools.split(",") if args.tools else None
     if only and set(only) - set(TOOL_NAMES):
         parser.error(f"--tools: unknown {sorted(set(only) - set(TOOL_NAMES))}")
-    load = latency.Load(args.rate, args.seconds, args.partitions, args.warmup_seconds)
     workdir = local_dir() / "eos-floor" / time.strftime("%Y%m%d-%H%M%S")
     workdir.mkdir(parents=True)
-    print(json.dumps(measure(Path(args.config), load, args.rounds, workdir, only), indent=2))
+    started = time.monotonic()
+    figures = [
+        measure(
+            Path(args.config),
+            latency.Load(rate, args.seconds, args.partitions, args.warmup_seconds),
+            args.rounds,
+            workdir,
+            only,
+        )
+        for rate in (args.rates or [args.rate])
+    ]
+    result: dict[str, Any] = figures[0] if not args.rates else {"rates": figures}
+    if args.out:
+        write(
+            args.out,
+            {
+                "command": " ".join([".venv/bin/python -m bench.eos_floor", *map(shlex.quote, sys.argv[1:])]),
+                "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "minutes": round((time.monotonic() - started) / 60, 1),
+                "rates": figures,
+            },
+        )
+    print(json.dumps(result, indent=2))
+
+
+def write(out: Path, result: dict[str, Any]) -> None:
+    """``eos_floor.json`` in ``out``, and ``out``'s REPORT.md rendered again when it has a results.json."""
+    from bench import report
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / FILE).write_text(json.dumps(result, indent=2) + "\n")
+    results = out / "results.json"
+    if results.exists():
+        report.write(json.loads(results.read_text()), out)
 
 
 if __name__ == "__main__":

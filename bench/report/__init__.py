@@ -15,6 +15,7 @@ from typing import Any
 
 from bench.report.copying import latency, throughput
 from bench.report.endurance import endurance
+from bench.report.floor import floor
 from bench.report.operations import checkpoints, failover, monitoring, rest
 from bench.report.plots import PLOT, SCALE_PLOT, plot, plot_scale
 from bench.report.scaling import cluster, profile, scale
@@ -70,7 +71,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         plot(results, out / PLOT)
     if "scale" in results:
         plot_scale(results["scale"], out / SCALE_PLOT)
-    (out / "REPORT.md").write_text(render(results) + "\n" + endurance(out))
+    (out / "REPORT.md").write_text(render(results) + "\n" + endurance(out) + floor(out))
 
 
 def main() -> None:

@@ -8,9 +8,11 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
+from bench.report.floor import floor
 from srm.config import load_config
 from srm.kafka import clients
 from tests.bench.local import ROOT, run_on_local_clusters
@@ -29,9 +31,9 @@ def load_topics() -> set[str]:
 @pytest.mark.integration
 @pytest.mark.bench
 @pytest.mark.timeout(900)
-def test_the_floor_benchmark_copies_every_record_once_with_each_tool() -> None:
+def test_the_floor_benchmark_copies_every_record_once_with_each_tool(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "bench.eos_floor", "--rounds", "1", "--rate", "500"]
-    command += ["--seconds", "4", "--warmup-seconds", "1", "--partitions", "3"]
+    command += ["--seconds", "4", "--warmup-seconds", "1", "--partitions", "3", "--out", str(tmp_path)]
     left: set[str] = set()
 
     @contextmanager
@@ -62,3 +64,9 @@ def test_the_floor_benchmark_copies_every_record_once_with_each_tool() -> None:
     for textbook in ("textbook_exactly_once", "textbook_exactly_once_java"):
         (run,) = figures["runs"][textbook]
         assert 10 < run["transactions"] <= 2_500 + 3, textbook
+    # the round began with both local brokers up; --out kept the figures for the report's section
+    (up,) = figures["brokers_up_s"]
+    assert set(up) == {"us-west", "us-east"} and all(seconds > 0 for seconds in up.values())
+    (kept,) = json.loads((tmp_path / "eos_floor.json").read_text())["rates"]
+    assert kept["runs"] == figures["runs"]
+    assert "| 1 | " in floor(tmp_path)
