@@ -27,7 +27,7 @@ from typing import Any
 from bench import latency
 from bench.available_now import flow_config
 from bench.common import fill_partitions
-from bench.soak.job import PASS_LINE
+from bench.soak.job import PASS_LINE, pass_steps
 from bench.usage import Usage
 from srm.config import load_config
 from srm.config.model import Cluster
@@ -108,10 +108,10 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
             delete_groups(admin, group_names)
             latency.delete_topics(source, names)
             latency.delete_topics(target, [f"{src}.{name}" for name in names])
-    found = PASS_LINE.findall(output)
+    found = list(PASS_LINE.finditer(output))
     if not found:
         raise SystemExit(f"no pass summary in the output:\n{output[-3000:]}")
-    seen, written, _unchanged, pass_s = found[-1]
+    seen, written, _unchanged, pass_s = found[-1].groups()[:4]
     positions = groups * (len(keys) if per_group <= 0 else min(per_group, len(keys)))
     return {
         "groups": groups,
@@ -123,6 +123,7 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
         "groups_seen": int(seen),
         "checkpoints_written": int(written),
         "pass_seconds": float(pass_s),
+        "pass_steps": pass_steps(found[-1]),
         "job_seconds": round(wall, 1),
         "job_peak_pss_mb": used["peak_pss_mb"],
         "job_peak_rss_mb": used["peak_rss_mb"],

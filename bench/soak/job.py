@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -21,8 +21,11 @@ from bench.usage import Usage
 
 RESTART_DELAY_S = 1.0
 # The checkpoint pass's summary line (srm.offsets.checkpointing.PassReport.summary): groups, checkpoints
-# written, unchanged, seconds. bench.checkpoints_scale reads it too.
-PASS_LINE = re.compile(r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written, (\d+) unchanged.* in ([\d.]+) s")
+# written, unchanged, seconds and the seconds of its steps. bench.checkpoints_scale reads it too.
+PASS_LINE = re.compile(
+    r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written, (\d+) unchanged.* in ([\d.]+) s(?: \(([^)]*)\))?"
+)
+STEP = re.compile(r"([a-z][a-z ]*) ([\d.]+) s")
 
 
 class Job(threading.Thread):
@@ -118,6 +121,14 @@ class PassResult:
     groups: int
     positions: int  # the group positions it translated (checkpoints written and unchanged)
     exit_code: int
+    steps: dict[str, float] = field(default_factory=dict)  # seconds of each step of the pass
+
+
+def pass_steps(found: re.Match[str] | None) -> dict[str, float]:
+    """The seconds of each step a pass's summary line (PASS_LINE) names."""
+    if found is None or not found[5]:
+        return {}
+    return {name.strip(): float(seconds) for name, seconds in STEP.findall(found[5])}
 
 
 def checkpoint_pass(command: list[str], log: Path, env: dict[str, str], at_s: float) -> PassResult:
@@ -139,4 +150,5 @@ def checkpoint_pass(command: list[str], log: Path, env: dict[str, str], at_s: fl
         int(found[1]) if found else 0,
         int(found[2]) + int(found[3]) if found else 0,
         process.returncode,
+        pass_steps(found),
     )

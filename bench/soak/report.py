@@ -286,9 +286,39 @@ def section(result: dict[str, Any], command: str, plot: str | None) -> str:
             f"| {label} ({unit}) | {points[0][1]:,.1f} | {points[-1][1]:,.1f} | {fit['mean']:,.1f} | "
             f"{fit['per_hour']:+,.2f} | {fit['percent_per_hour']:+.1f}% |"
         )
+    lines += pass_steps(result)
     if plot:
         lines += ["", f"![soak series]({plot})"]
     return "\n".join(lines) + "\n"
+
+
+def pass_steps(result: dict[str, Any]) -> list[str]:
+    """The checkpoint pass step by step: each step's mean seconds in the first settled window and in
+    the last one, so a pass that slows down says where."""
+    passes = [p for p in result.get("passes", []) if p.get("steps")]
+    if not passes:
+        return []
+    end = max(p["at_s"] for p in passes) / 60
+    windows = ((SETTLED_MIN, SETTLED_MIN + WINDOW_MIN), (end - WINDOW_MIN, end + 1))
+    chosen = [[p for p in passes if first <= p["at_s"] / 60 < last] for first, last in windows]
+    names = list(dict.fromkeys(name for p in passes for name in p["steps"]))
+    lines = [
+        "",
+        f"The checkpoint pass step by step (mean seconds of the passes in minutes {SETTLED_MIN:.0f}-"
+        f"{SETTLED_MIN + WINDOW_MIN:.0f} and in the last {WINDOW_MIN:.0f} minutes):",
+        "",
+        "| step | "
+        + " | ".join(
+            f"{first:.0f}-{last:.0f} min ({len(c)} pass{'' if len(c) == 1 else 'es'})"
+            for (first, last), c in zip(windows, chosen, strict=True)
+        )
+        + " |",
+        "|---|---|---|",
+    ]
+    for name in names:
+        means = [f"{sum(p['steps'].get(name, 0.0) for p in c) / len(c):.2f}" if c else "-" for c in chosen]
+        lines.append(f"| {name} | " + " | ".join(means) + " |")
+    return lines
 
 
 def _failover(f: dict[str, Any]) -> str:

@@ -13,7 +13,6 @@ failed over to B can return to A without losing or re-reading a record.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from srm.offsets.groups import group_offsets, list_groups
 from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
 from srm.offsets.merged import merged_position, reverse_flow
 from srm.offsets.translate import to_source, to_target
+from srm.replication.accounting import Phases
 from srm.replication.selector import TopicSelector
 from srm.storage.warehouse import CHECKPOINT_METRICS, Warehouse
 
@@ -62,7 +62,11 @@ class PassReport:
     forward: Direction
     backward: Direction
     sync: SyncReport | None
-    seconds: float
+    phases: Phases
+
+    @property
+    def seconds(self) -> float:
+        return self.phases.total
 
     def summary(self) -> str:
         f, b = self.forward, self.backward
@@ -72,7 +76,7 @@ class PassReport:
         )
         if self.sync is not None:
             text += f"; group offsets synced for {len(self.sync.synced)} group(s), {len(self.sync.skipped)} skipped"
-        return f"{text} in {self.seconds:.1f} s"
+        return f"{text} in {self.seconds:.1f} s ({self.phases})"
 
 
 def require_checkpoints(flow: Flow) -> None:
@@ -108,10 +112,11 @@ class CheckpointPass:
         return self._admins[cluster.alias]
 
     def run(self) -> PassReport:
-        started = time.monotonic()
+        phases = Phases()
         self._ensure_topics()
         forward_rows = self._group_rows(self._admin(self.source), self.selector.replicates)
         backward_rows = self._remote_group_rows()
+        phases.lap("groups")
         # Only the partitions the groups are on, from the lowest group position on (the backward
         # direction's positions are target offsets: those partitions whole).
         positions = [((t, p), pos) for _, t, p, pos, _ in forward_rows]
@@ -121,15 +126,19 @@ class CheckpointPass:
         reverse = reverse_flow(self.config, self.flow)
         if reverse is not None:  # the flow back's runs are read by target offsets: whole
             self._back_history = load_history(self.config, reverse, Wanted.whole(wanted.partitions))
-        forward = self._forward(history, forward_rows)
+        phases.lap("history")
+        forward = self._forward(history, forward_rows, phases)
         backward = self._backward(history, backward_rows)
+        phases.lap("failback")
         sync = None
         if self.sync:
             sync = sync_group_offsets(self._admin(self.target), forward.in_force + forward.not_copied)
+            phases.lap("group sync")
         Warehouse(self.config.storage.warehouse).append(
             CHECKPOINT_METRICS, self.metrics, f"checkpoints:{self.flow.name}:{self.pass_id}", 1
         )
-        report = PassReport(self.flow.name, forward, backward, sync, time.monotonic() - started)
+        phases.lap("metrics")
+        report = PassReport(self.flow.name, forward, backward, sync, phases)
         log.info("%s", report.summary())
         return report
 
@@ -185,16 +194,19 @@ class CheckpointPass:
             known |= history_topics(self.config, self.flow, unseen)
         return [r for r in rows if r[1] in known]
 
-    def _forward(self, history: FlowHistory, rows: list[Row]) -> Direction:
+    def _forward(self, history: FlowHistory, rows: list[Row], phases: Phases) -> Direction:
         direction = Direction("forward")
         rows = self._known(history, rows)
         direction.groups = len({r[0] for r in rows})
         seen = datetime.now(UTC)
         translated = self._translated(rows, history, "forward")
         fresh = [Checkpoint(g, self.selector.remote(t), p, up, down, meta) for g, t, p, up, meta, down in translated]
+        phases.lap("translate")
         self._apply(direction, fresh, self.target, self.forward_topic().name)
+        phases.lap("checkpoints")
         self._record(direction, translated, seen)
         direction.not_copied = self._not_copied(rows, history)
+        phases.lap("ends")
         return direction
 
     def _not_copied(self, rows: list[Row], history: FlowHistory) -> list[Checkpoint]:

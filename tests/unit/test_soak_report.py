@@ -109,14 +109,20 @@ def test_a_pass_that_grows_with_the_positions_added_is_told_apart_from_one_that_
 
 
 def test_the_soak_reads_groups_positions_and_seconds_from_the_pass_summary_as_the_pass_writes_it() -> None:
-    from bench.soak.job import PASS_LINE
+    from bench.soak.job import PASS_LINE, pass_steps
     from srm.offsets.checkpointing import Direction, PassReport
+    from srm.replication.accounting import Phases
 
     forward = Direction("forward", groups=200, written=[object()] * 13_000, unchanged=600)  # type: ignore[list-item]
-    summary = PassReport("a->b", forward, Direction("backward"), None, 19.04).summary()
+    phases = Phases(started=100.0)
+    phases.laps = [("groups", 2.5), ("history", 12.04), ("group sync", 4.5)]
+    phases.last = 119.04
+    summary = PassReport("a->b", forward, Direction("backward"), None, phases).summary()
     found = PASS_LINE.search(summary)
     assert found is not None, summary
     assert (int(found[1]), int(found[2]) + int(found[3]), float(found[4])) == (200, 13_600, 19.0)
+    # where the pass's time went, step by step: what a soak compares between its first and last passes
+    assert pass_steps(found) == {"groups": 2.5, "history": 12.0, "group sync": 4.5}
 
 
 def test_history_that_grows_with_the_partitions_added_is_told_apart_from_history_that_grows_with_time() -> None:
@@ -190,3 +196,18 @@ def test_how_far_back_the_history_reaches_is_bounded_by_retention_a_prune_and_a_
     assert verdicts(r)[name] and "(40 minutes)" in name
     r["samples"][-1]["history_span_min"] = 41.0  # a prune that kept more than the retention
     assert not verdicts(r)[name]
+
+
+def test_the_report_shows_which_step_of_the_checkpoint_pass_slowed_down() -> None:
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    steps = {"groups": 1.0, "history": 4.0, "checkpoints": 2.0}
+    r["passes"] = [
+        {"at_s": 60 * minute, "seconds": 7.0, "steps": dict(steps)} for minute in (5.0, 12.0, 15.0, 100.0, 112.0)
+    ]
+    r["passes"][-1]["steps"]["history"] = 10.0  # the last pass read its history slower
+    text = section(r, "python -m bench.soak", None)
+    assert "| step | 10-20 min (2 passes) | 102-113 min (1 pass) |" in text
+    assert "| history | 4.00 | 10.00 |" in text
+    assert "| groups | 1.00 | 1.00 |" in text
+    del r["passes"]  # a soak of a pass that logged no steps: no table
+    assert "| step |" not in section(r, "python -m bench.soak", None)
