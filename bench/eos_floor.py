@@ -3,7 +3,6 @@
     .venv/bin/python -m bench.eos_floor [--rounds 3] [--rate 5000] [--seconds 30] [--partitions 8] [--tools a,b]
     .venv/bin/python -m bench.eos_floor --rates 5000,50000 --seconds 120 --out bench   # issue 45's figures
 
-
 Each round runs ``bench.latency``'s load (warm-up included) once with each of five tools on the
 local clusters (``make kafka-up``; ``--tools`` picks some): ours (exactly once, its defaults), ours
 with ``exactly_once: false`` (at least once, as MirrorMaker 2), ``bench.textbook_copier``

@@ -298,7 +298,7 @@ def pass_steps(result: dict[str, Any]) -> list[str]:
     passes = [p for p in result.get("passes", []) if p.get("steps")]
     if not passes:
         return []
-    end = max(p["at_s"] for p in passes) / 60
+    end = max((s["minute"] for s in result["samples"]), default=0.0)  # as criteria() takes it
     windows = ((SETTLED_MIN, SETTLED_MIN + WINDOW_MIN), (end - WINDOW_MIN, end + 1))
     chosen = [[p for p in passes if first <= p["at_s"] / 60 < last] for first, last in windows]
     names = list(dict.fromkeys(name for p in passes for name in p["steps"]))
