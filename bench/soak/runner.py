@@ -21,7 +21,7 @@ from bench.soak.faults import Fault, Faults, schedule
 from bench.soak.history import history_pruned, history_span_min, log_starts, settled_rows
 from bench.soak.job import Job, PassResult, checkpoint_pass
 from bench.soak.load import Load
-from bench.soak.samples import Sample, folder_mb, latency, timed, tree_mb
+from bench.soak.samples import READINGS_PER_MINUTE, Readings, Sample, folder_mb, latency, timed, tree_mb
 from srm.config import load_config
 from srm.devenv.local import LocalClusters
 from srm.kafka import clients
@@ -100,6 +100,7 @@ class Soak:
         self.started = 0.0
         self.last_pass: PassResult | None = None
         self.last_translate_s: float | None = None
+        self.readings = Readings()
 
     def _config(self) -> dict[str, Any]:
         p = free_ports(4)
@@ -203,11 +204,16 @@ class Soak:
     def _sample_until(self, end_s: float) -> None:
         group_names = groups.names(self.options.groups)
         next_minute = 60.0
+        every = 60.0 / READINGS_PER_MINUTE
+        next_reading = next_minute - 60.0 + every / 2
         while self.elapsed() < end_s:
-            time.sleep(min(1.0, max(0.0, next_minute - self.elapsed())))
+            time.sleep(min(1.0, max(0.0, min(next_minute, next_reading) - self.elapsed())))
             for part, what in ((self.load, "load"), (self.checker, "checker")):
                 if part.error is not None:
                     raise RuntimeError(f"the soak's {what} stopped: {part.error!r}")
+            if self.elapsed() >= next_reading:
+                self.readings.take(self._trees())
+                next_reading += every
             if self.elapsed() < next_minute:
                 continue
             self._commit_groups(group_names)
@@ -223,9 +229,14 @@ class Soak:
         except Exception as exc:  # the source is being restarted: the next minute commits
             log.warning("committing the groups' positions failed: %s", exc)
 
+    def _trees(self) -> dict[str, int | None]:
+        return {"job": self.job.pid(), **{f"broker{i}": b.pid() for i, b in enumerate(self.brokers)}}
+
     def _sample(self, at_s: float) -> Sample:
+        """The minute's sample; the RSS figures are the medians of the minute's readings."""
         job_rss, job_pss, job_processes = tree_mb(self.job.pid())
-        brokers = [tree_mb(b.pid())[0] for b in self.brokers]  # each a single JVM
+        job_rss = self.readings.median("job", job_rss)
+        brokers = [self.readings.median(f"broker{i}", tree_mb(b.pid())[0]) for i, b in enumerate(self.brokers)]
         values = self.checker.latencies_before(int(time.time() // 60))  # every complete minute not taken
         p50, p99 = latency(values)
         warehouse = Warehouse(self.config.storage.warehouse)

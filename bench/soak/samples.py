@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from bench.latency import percentiles
 from bench.usage import sample
 
 SERIES = {
     # name: (label, unit)
-    "job_rss_mb": ("replicate job: RSS of its process tree", "MiB"),
+    "job_rss_mb": ("replicate job: RSS of its process tree (the minute's median)", "MiB"),
     "job_pss_mb": ("replicate job: PSS of its process tree", "MiB"),
-    "source_broker_rss_mb": ("source broker: RSS", "MiB"),
-    "target_broker_rss_mb": ("target broker: RSS", "MiB"),
+    "source_broker_rss_mb": ("source broker: RSS (the minute's median)", "MiB"),
+    "target_broker_rss_mb": ("target broker: RSS (the minute's median)", "MiB"),
     "history_topic_mb": ("history topic: its log segments on disk", "MiB"),
     "history_table_mb": ("history table on disk (live files, replaced ones not vacuumed yet, log)", "MiB"),
     "history_rows": ("history table rows of the flow", "rows"),
@@ -62,6 +65,49 @@ def tree_mb(pid: int | None) -> tuple[float, float, list[tuple[str, float]]]:
         return 0.0, 0.0, []
     found = sample(pid)
     return round(found.rss_mb, 1), round(found.pss_mb, 1), list(found.processes)
+
+
+READINGS_PER_MINUTE = 6
+
+
+def tree_rss_mb(pid: int | None) -> float:
+    """RSS in MiB of ``pid``'s process tree (cheap: no smaps); 0 when it is not running."""
+    if pid is None:
+        return 0.0
+    try:
+        tree = [psutil.Process(pid)]
+        tree += tree[0].children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0
+    for process in tree:
+        try:
+            total += process.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return total / 2**20
+
+
+class Readings:
+    """RSS readings of a few process trees taken through the minute (READINGS_PER_MINUTE of them):
+    a minute's RSS is their median. One reading a minute lands on a Python worker's batch or a
+    collection at random (+-50 MiB on the replicate job's tree), which hides a slow climb in noise
+    over a lifetime of 20 minutes; the median of six does not, and a leak moves it as much as
+    every reading."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def take(self, pids: dict[str, int | None]) -> None:
+        for name, pid in pids.items():
+            mb = tree_rss_mb(pid)
+            if mb:  # not running (a restart): left out rather than read as 0
+                self.values.setdefault(name, []).append(mb)
+
+    def median(self, name: str, instant: float) -> float:
+        """The minute's median of ``name`` (``instant`` when nothing was read), and starts the next."""
+        values = self.values.pop(name, [])
+        return round(statistics.median(values), 1) if values else instant
 
 
 def folder_mb(path: Path, pattern: str = "*") -> float:
