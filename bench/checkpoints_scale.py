@@ -27,7 +27,7 @@ from typing import Any
 from bench import latency
 from bench.available_now import flow_config
 from bench.common import fill_partitions
-from bench.soak.job import PASS_LINE, pass_steps
+from bench.soak.job import PASS_LINE, pass_cpu, pass_steps
 from bench.usage import Usage
 from srm.config import load_config
 from srm.config.model import Cluster
@@ -124,6 +124,7 @@ def run(base: Path, groups: int, partitions: int, *, topics: int, per_group: int
         "checkpoints_written": int(written),
         "pass_seconds": float(pass_s),
         "pass_steps": pass_steps(found[-1]),
+        "pass_cpu_seconds": pass_cpu(found[-1]),
         "job_seconds": round(wall, 1),
         "job_peak_pss_mb": used["peak_pss_mb"],
         "job_peak_rss_mb": used["peak_rss_mb"],

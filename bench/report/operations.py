@@ -58,18 +58,17 @@ def checkpoints(c: dict[str, Any]) -> list[str]:
         f"| {c['groups_seen']:,} | {c['group_offsets']:,} | {c['checkpoints_written']:,} | {c['pass_seconds']} "
         f"| {c['job_seconds']} | {c['job_peak_pss_mb']:,} | {c['job_peak_rss_mb']:,} | {c['job_cpu_seconds']} |",
         "",
-        *steps(c.get("pass_steps")),
+        *steps(c.get("pass_steps"), c.get("pass_cpu_seconds")),
     ]
 
 
-def steps(found: dict[str, float] | None) -> list[str]:
+def steps(found: dict[str, float] | None, cpu: float | None = None) -> list[str]:
     """Where the pass's time went, step by step (its log line), when the run recorded it."""
     if not found:
         return []
-    return [
-        "The pass, step by step (s): " + ", ".join(f"{name} {seconds}" for name, seconds in found.items()) + ".",
-        "",
-    ]
+    told = ", ".join(f"{name} {seconds}" for name, seconds in found.items())
+    used = "" if cpu is None else f"; its process used {cpu} s of CPU in all"
+    return [f"The pass, step by step (s): {told}{used}.", ""]
 
 
 def monitoring(m: dict[str, Any]) -> list[str]:

@@ -23,7 +23,8 @@ RESTART_DELAY_S = 1.0
 # The checkpoint pass's summary line (srm.offsets.checkpointing.PassReport.summary): groups, checkpoints
 # written, unchanged, seconds and the seconds of its steps. bench.checkpoints_scale reads it too.
 PASS_LINE = re.compile(
-    r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written, (\d+) unchanged.* in ([\d.]+) s(?: \(([^)]*)\))?"
+    r"checkpoints: (\d+) group\(s\), (\d+) checkpoint\(s\) written, (\d+) unchanged.* in ([\d.]+) s"
+    r"(?:, ([\d.]+) s of CPU)?(?: \(([^)]*)\))?"
 )
 STEP = re.compile(r"([a-z][a-z ]*) ([\d.]+) s")
 
@@ -122,13 +123,19 @@ class PassResult:
     positions: int  # the group positions it translated (checkpoints written and unchanged)
     exit_code: int
     steps: dict[str, float] = field(default_factory=dict)  # seconds of each step of the pass
+    cpu_s: float | None = None  # CPU seconds of the pass's process during the pass (its log line)
 
 
 def pass_steps(found: re.Match[str] | None) -> dict[str, float]:
     """The seconds of each step a pass's summary line (PASS_LINE) names."""
-    if found is None or not found[5]:
+    if found is None or not found[6]:
         return {}
-    return {name.strip(): float(seconds) for name, seconds in STEP.findall(found[5])}
+    return {name.strip(): float(seconds) for name, seconds in STEP.findall(found[6])}
+
+
+def pass_cpu(found: re.Match[str] | None) -> float | None:
+    """The CPU seconds of the pass's process a summary line (PASS_LINE) names, if it names them."""
+    return float(found[5]) if found is not None and found[5] else None
 
 
 def checkpoint_pass(command: list[str], log: Path, env: dict[str, str], at_s: float) -> PassResult:
@@ -151,4 +158,5 @@ def checkpoint_pass(command: list[str], log: Path, env: dict[str, str], at_s: fl
         int(found[2]) + int(found[3]) if found else 0,
         process.returncode,
         pass_steps(found),
+        pass_cpu(found),
     )

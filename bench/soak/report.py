@@ -318,6 +318,10 @@ def pass_steps(result: dict[str, Any]) -> list[str]:
     for name in names:
         means = [f"{sum(p['steps'].get(name, 0.0) for p in c) / len(c):.2f}" if c else "-" for c in chosen]
         lines.append(f"| {name} | " + " | ".join(means) + " |")
+    cpu = [[p["cpu_s"] for p in c if p.get("cpu_s") is not None] for c in chosen]
+    if any(cpu):  # the pass's work apart from its waits (for the brokers, for a core of a busy machine)
+        means = [f"{sum(c) / len(c):.2f}" if c else "-" for c in cpu]
+        lines.append("| CPU of the pass's process (all steps) | " + " | ".join(means) + " |")
     return lines
 
 

@@ -258,6 +258,7 @@ class Soak:
             history_table_mb=folder_mb(Path(warehouse.path(SYNC_HISTORY))),
             history_rows=0 if rows is None else rows.num_rows,
             checkpoint_pass_s=None if last is None else last.seconds,
+            checkpoint_pass_cpu_s=None if last is None else last.cpu_s,
             checkpoint_peak_pss_mb=None if last is None else last.peak_pss_mb,
             checkpoint_positions=None if last is None else last.positions,
             translate_s=self.last_translate_s,

@@ -24,6 +24,7 @@ SERIES = {
     "history_rows": ("history table rows of the flow", "rows"),
     "history_span_min": ("how far back the history of the settled partitions reaches", "min"),
     "checkpoint_pass_s": ("last checkpoint pass (its own duration)", "s"),
+    "checkpoint_pass_cpu_s": ("last checkpoint pass: CPU of its process (its own duration's work)", "s"),
     "checkpoint_peak_pss_mb": ("last checkpoint pass: peak PSS of its tree", "MiB"),
     "checkpoint_positions": ("last checkpoint pass: group positions translated", "positions"),
     "translate_s": ("translating one group live (every partition)", "s"),
@@ -54,6 +55,7 @@ class Sample:
     settled_partitions: int | None = None  # of them, those older than the retention and a prune
     settled_rows: int | None = None  # the history rows of those
     history_span_min: float | None = None  # how far back their history reaches (oldest commit to newest)
+    checkpoint_pass_cpu_s: float | None = None  # of the last pass (its log line); None before it was logged
 
     def row(self) -> dict[str, Any]:
         return asdict(self)

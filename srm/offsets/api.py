@@ -87,7 +87,10 @@ class Translator:
         back = None if reverse is None else load_history(self.config, reverse, Wanted.whole(wanted.partitions))
         out = []
         for (source_topic, partition), offset, topic, to_topic in keyed:
-            own = history.get(source_topic, partition)
+            if direction == "forward" and back is None:  # the runs around the offset alone
+                own = history.around(source_topic, partition, [offset])
+            else:
+                own = history.get(source_topic, partition)
             translated = self._translate(own, back, (source_topic, partition), offset, direction)
             if translated is None:
                 alias = self.flow.target if direction == "forward" else self.flow.source

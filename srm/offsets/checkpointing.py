@@ -76,7 +76,7 @@ class PassReport:
         )
         if self.sync is not None:
             text += f"; group offsets synced for {len(self.sync.synced)} group(s), {len(self.sync.skipped)} skipped"
-        return f"{text} in {self.seconds:.1f} s ({self.phases})"
+        return f"{text} in {self.seconds:.1f} s, {self.phases.cpu:.1f} s of CPU ({self.phases})"
 
 
 def require_checkpoints(flow: Flow) -> None:
@@ -247,7 +247,10 @@ class CheckpointPass:
         translate = to_target if direction == "forward" else to_source
         out = []
         for (topic, partition), mine in _by_partition(rows).items():
-            runs = history.get(topic, partition)
+            if direction == "forward":  # only the runs around the groups' positions
+                runs = history.around(topic, partition, (r[3] for r in mine))
+            else:
+                runs = history.get(topic, partition)
             if runs.empty:
                 continue
             for group, _, _, position, metadata in mine:

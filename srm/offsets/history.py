@@ -14,6 +14,7 @@ Rows stay in Arrow; only a partition asked for by :meth:`FlowHistory.get` become
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,29 @@ class FlowHistory:
         key = (topic, partition)
         first, count = self.spans.get(key, (0, 0))
         part = self.runs.slice(first, count).to_pydict() if count else {c: [] for c in RUN_COLUMNS}
+        runs = [
+            OffsetRun(s, t, n)
+            for s, t, n in zip(part["source_first"], part["target_first"], part["length"], strict=True)
+        ]
+        return PartitionHistory.of(runs, self.progress.get(key))
+
+    def around(self, topic: str, partition: int, positions: Iterable[int]) -> PartitionHistory:
+        """The runs ``to_target`` needs for the source offsets ``positions`` (for each, the run
+        holding it or the last one before it, and the one after it; and the partition's last):
+        every ``to_target`` of those offsets gives what it gives over :meth:`get`'s runs, without a
+        Python object for every run of the window (a pass over groups that lag by minutes reads
+        hundreds of thousands of runs and translates a few per group)."""
+        key = (topic, partition)
+        first, count = self.spans.get(key, (0, 0))
+        if not count:
+            return self.get(topic, partition)
+        window = self.runs.slice(first, count)
+        firsts = window["source_first"].to_pylist()
+        needed = {count - 1}
+        for position in positions:
+            index = bisect.bisect_right(firsts, position) - 1
+            needed.update(i for i in (index, index + 1) if 0 <= i < count)
+        part = window.take(sorted(needed)).to_pydict()
         runs = [
             OffsetRun(s, t, n)
             for s, t, n in zip(part["source_first"], part["target_first"], part["length"], strict=True)

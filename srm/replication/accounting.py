@@ -37,23 +37,34 @@ SETTLE_AT_SHUTDOWN_S = 10.0
 
 @dataclass
 class Phases:
-    """Wall time of the steps of a batch, for the batch's log line."""
+    """Wall time of the steps of a batch, for the batch's log line, and the CPU time the process
+    used meanwhile (all its threads)."""
 
     started: float = field(default_factory=time.monotonic)
     last: float = 0.0
     laps: list[tuple[str, float]] = field(default_factory=list)
+    cpu_started: float = field(default_factory=time.process_time)
+    cpu_last: float = 0.0
 
     def __post_init__(self) -> None:
         self.last = self.started
+        self.cpu_last = self.cpu_started
 
     def lap(self, name: str) -> None:
         now = time.monotonic()
         self.laps.append((name, now - self.last))
         self.last = now
+        self.cpu_last = time.process_time()
 
     @property
     def total(self) -> float:
         return self.last - self.started
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds of the process from the start to the last lap: with ``total``, whether a
+        slow step worked or waited (for a broker, or for a core on a busy machine)."""
+        return self.cpu_last - self.cpu_started
 
     def __str__(self) -> str:
         return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.laps)

@@ -171,3 +171,24 @@ def test_the_history_table_keeps_its_commit_log_half_an_hour_and_older_tables_ar
     DeltaTable.create(str(old), _schemas()[SYNC_HISTORY], partition_by=["flow"], configuration=day)
     assert apply_configuration(DeltaTable(str(old)), SYNC_HISTORY)
     assert DeltaTable(str(old)).metadata().configuration == CONFIGURATION[SYNC_HISTORY]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_runs_around_a_few_positions_translate_them_as_all_the_runs_do(seed: int) -> None:
+    rng = random.Random(seed)
+    rows, source, target = [], 0, 0
+    for history in range(2_000):
+        source += rng.choice([0, 0, 0, 1, 3])  # gaps: aborted records and markers on the source
+        length = rng.randint(1, 20)
+        rows.append(row("t", 1, (source, target, length), history))
+        source += length
+        target += length + 1
+    rows.append(row("u", 0, (0, 0, 5), 9_999))  # another partition beside it
+    history = build_history(FLOW, table(rows).select(COLUMNS))
+    positions = [rng.randint(0, source + 10) for _ in range(50)] + [0, source - 1, source, source + 10]
+    around = history.around("t", 1, positions)
+    assert len(around.runs) <= 3 * len(positions)  # a few runs each, not the window's 2,000
+    whole = history.get("t", 1)
+    assert around.next_offset == whole.next_offset
+    assert [to_target(around, p) for p in positions] == [to_target(whole, p) for p in positions]
+    assert history.around("none", 0, [5]).empty

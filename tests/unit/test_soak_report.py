@@ -109,7 +109,7 @@ def test_a_pass_that_grows_with_the_positions_added_is_told_apart_from_one_that_
 
 
 def test_the_soak_reads_groups_positions_and_seconds_from_the_pass_summary_as_the_pass_writes_it() -> None:
-    from bench.soak.job import PASS_LINE, pass_steps
+    from bench.soak.job import PASS_LINE, pass_cpu, pass_steps
     from srm.offsets.checkpointing import Direction, PassReport
     from srm.replication.accounting import Phases
 
@@ -117,12 +117,16 @@ def test_the_soak_reads_groups_positions_and_seconds_from_the_pass_summary_as_th
     phases = Phases(started=100.0)
     phases.laps = [("groups", 2.5), ("history", 12.04), ("group sync", 4.5)]
     phases.last = 119.04
+    phases.cpu_started, phases.cpu_last = 3.0, 10.26
     summary = PassReport("a->b", forward, Direction("backward"), None, phases).summary()
     found = PASS_LINE.search(summary)
     assert found is not None, summary
     assert (int(found[1]), int(found[2]) + int(found[3]), float(found[4])) == (200, 13_600, 19.0)
     # where the pass's time went, step by step: what a soak compares between its first and last passes
     assert pass_steps(found) == {"groups": 2.5, "history": 12.0, "group sync": 4.5}
+    assert pass_cpu(found) == 7.3  # its own work, apart from what it waited for
+    older = PASS_LINE.search(summary.replace(", 7.3 s of CPU", ""))  # a pass of a version before
+    assert pass_cpu(older) is None and pass_steps(older) == pass_steps(found)
 
 
 def test_history_that_grows_with_the_partitions_added_is_told_apart_from_history_that_grows_with_time() -> None:
