@@ -185,9 +185,29 @@ def scan(warehouse: Warehouse, flow: str, wanted: Wanted) -> Any:
     items = sorted(wanted.partitions.items())
     parts = [_or_empty(None)]
     for start in range(0, len(items), PARTITIONS_PER_SCAN):
-        where = base & _partitions_filter(items[start : start + PARTITIONS_PER_SCAN])
-        parts.append(_or_empty(warehouse.scan(SYNC_HISTORY, where, COLUMNS)))
+        chunk = items[start : start + PARTITIONS_PER_SCAN]
+        found = warehouse.scan(SYNC_HISTORY, base, COLUMNS, groups=_partitions_filter(chunk))
+        parts.append(_keep(_or_empty(found), chunk))
     return _concat(parts)
+
+
+def _keep(rows: Any, items: list[tuple[Key, int | None]]) -> Any:
+    """The ``rows`` of the partitions ``items`` names, from each one's window on: a join with them
+    (the OR of a term per partition, evaluated on every row, cost several times as much)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if rows.num_rows == 0:
+        return rows
+    lows = pa.table(
+        {
+            "topic": pa.array([t for (t, _), _ in items], rows.schema.field("topic").type),
+            "partition": pa.array([p for (_, p), _ in items], rows.schema.field("partition").type),
+            "_from": pa.array([None if low is None else low - LOOKBACK for _, low in items], pa.int64()),
+        }
+    )
+    joined = rows.join(lows, ["topic", "partition"], join_type="inner", use_threads=False)
+    return joined.filter(pc.field("_from").is_null() | (pc.field("source_first") >= pc.field("_from"))).select(COLUMNS)
 
 
 def _partitions_filter(items: list[tuple[Key, int | None]]) -> Any:
@@ -208,7 +228,7 @@ def _select(rows: Any, wanted: Wanted) -> Any:
         return rows
     if not wanted.partitions:
         return rows.slice(0, 0)
-    return rows.filter(_partitions_filter(sorted(wanted.partitions.items())))
+    return _keep(rows, sorted(wanted.partitions.items()))
 
 
 def _or_empty(table: Any) -> Any:

@@ -52,6 +52,10 @@ HOUR_MS = 3_600_000
 # compacted month (bench.rest_metrics' data) took 5x as long. The history's are sorted by topic,
 # partition and source offset: a lookup decodes the groups of its partition.
 ROW_GROUP_ROWS = 65_536
+# A history lookup reads each partition's runs from a little below the groups' positions on: in
+# groups of 64 Ki rows it decoded the whole of a partition's recent history with them, more as the
+# history deepened to the source's retention (bench.soak: the checkpoint pass slowed with it).
+TABLE_ROW_GROUP_ROWS = {SYNC_HISTORY: 8_192}
 # Tables written per flow into a folder of their own (Delta partitions): a flow's rewrite never
 # touches another's files, and a scan of one flow skips the others' folders.
 PARTITIONS: dict[str, list[str]] = {SYNC_HISTORY: ["flow"]}
@@ -251,7 +255,7 @@ class Warehouse:
         data = pa.Table.from_pylist(rows, schema=_schemas()[table])
         if sort_by:
             data = data.sort_by([(column, "ascending") for column in sort_by])
-        self._commit(opened, data, app_id, version)
+        self._commit(table, opened, data, app_id, version)
         return True
 
     def advance(self, table: str, data: Any, app_id: str, start: int | None, version: int) -> bool:
@@ -261,7 +265,7 @@ class Warehouse:
         opened = self._open(table, create=True)
         if opened.transaction_version(app_id) != start:
             return False
-        self._commit(opened, data, app_id, version)
+        self._commit(table, opened, data, app_id, version)
         return True
 
     def _open(self, table: str, *, create: bool = False) -> Any:
@@ -288,7 +292,7 @@ class Warehouse:
         return DeltaTable(self.path(table))
 
     @staticmethod
-    def _commit(opened: Any, data: Any, app_id: str, version: int) -> None:
+    def _commit(table: str, opened: Any, data: Any, app_id: str, version: int) -> None:
         # The check before and this commit share the snapshot ``opened``: a commit under the same
         # app id in between fails this one (delta-rs' conflict check raises CommitFailedError, a
         # concurrent transaction) instead of adding the rows twice.
@@ -302,7 +306,7 @@ class Warehouse:
             mode="append",
             schema_mode="merge",
             commit_properties=commit,
-            writer_properties=_writer_properties(),
+            writer_properties=_writer_properties(table),
         )
 
     def read(self, table: str, **filters: Any) -> list[dict[str, Any]]:
@@ -316,10 +320,14 @@ class Warehouse:
         scanned = self.scan(table, where)
         return [] if scanned is None else list(scanned.to_pylist())
 
-    def scan(self, table: str, where: Any = None, columns: list[str] | None = None) -> Any:
+    def scan(self, table: str, where: Any = None, columns: list[str] | None = None, *, groups: Any = None) -> Any:
         """The rows of ``table`` that match the Arrow expression ``where``, as an Arrow table of
         ``columns`` (all when None); None if the table does not exist. The filter is pushed into
-        the scan: partitions, files and row groups that cannot match are not read."""
+        the scan: partitions, files and row groups that cannot match are not read. ``groups``: an
+        expression only the row groups' statistics are checked against; the rows of those that
+        may match come whole (an OR of a term per partition costs more on every decoded row than
+        the decoding: the caller keeps its rows, by a join)."""
+        import pyarrow.dataset as ds
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
@@ -327,6 +335,10 @@ class Warehouse:
             dataset = DeltaTable(self.path(table)).to_pyarrow_dataset()
         except TableNotFoundError:
             return None
+        if groups is not None:
+            kept = [f.subset(groups) for f in dataset.get_fragments(filter=where)]
+            files = [f for f in kept if f.num_row_groups]
+            dataset = ds.FileSystemDataset(files, dataset.schema, dataset.format, dataset.filesystem)
         # Single-threaded on purpose: with pyarrow 26 and deltalake 1.6, a threaded scan leaves
         # a C++ thread pool that aborts the interpreter at exit ("terminate called ...").
         return dataset.to_table(filter=where, columns=columns, use_threads=False)
@@ -354,14 +366,17 @@ class Warehouse:
         from deltalake import write_deltalake
 
         opened = self._open(table, create=True)
-        write_deltalake(opened, data, mode="overwrite", predicate=predicate, writer_properties=_writer_properties())
+        properties = _writer_properties(table)
+        write_deltalake(opened, data, mode="overwrite", predicate=predicate, writer_properties=properties)
 
 
-def _writer_properties() -> Any:
-    """Row groups of ROW_GROUP_ROWS: a scan decodes only the row groups its filter may match."""
+def _writer_properties(table: str) -> Any:
+    """Row groups of ROW_GROUP_ROWS (or the table's own, TABLE_ROW_GROUP_ROWS): a scan decodes only
+    the row groups its filter may match."""
     from deltalake import WriterProperties
 
-    return WriterProperties(max_row_group_size=ROW_GROUP_ROWS, compression="ZSTD")
+    rows = TABLE_ROW_GROUP_ROWS.get(table, ROW_GROUP_ROWS)
+    return WriterProperties(max_row_group_size=rows, compression="ZSTD")
 
 
 def pa_table(data: Any) -> Any:

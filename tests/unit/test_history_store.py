@@ -192,3 +192,18 @@ def test_the_runs_around_a_few_positions_translate_them_as_all_the_runs_do(seed:
     assert around.next_offset == whole.next_offset
     assert [to_target(around, p) for p in positions] == [to_target(whole, p) for p in positions]
     assert history.around("none", 0, [5]).empty
+
+
+def test_a_lookup_decodes_the_row_groups_of_its_window_not_the_partitions_whole_history(tmp_path: Path) -> None:
+    import pyarrow.compute as pc
+
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, transactions("orders", 0, 40_000, 10) + transactions("orders", 1, 40_000, 10), 1)
+    wanted = [(("orders", 0), 390_000)]  # the last 1,000 runs of 40,000, and LOOKBACK's 1,000 below them
+    decoded = warehouse.scan(
+        SYNC_HISTORY, pc.field("flow") == FLOW, COLUMNS, groups=history_module._partitions_filter(wanted)
+    )
+    assert decoded.num_rows <= 16_384  # two row groups of 8 Ki rows of the 80,000, 40,000 of them this partition's
+    history = read_history(warehouse, FLOW, Wanted(dict(wanted)), empty_tail())
+    assert history.runs.num_rows == 2_000
+    assert to_target(history.get("orders", 0), 395_005) == 39_500 * 11 + 5
