@@ -27,11 +27,14 @@ MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT
 
 
 def local_master(tasks: int) -> str:
-    """A local master with a task thread for each of ``tasks`` slots at least: continuous mode
-    holds one Spark task per slot for a whole lease (Spark's local threads are not CPU
-    reservations; the copy runs in Python worker processes)."""
+    """A local master with two task threads for each of ``tasks`` slots, all cores at least:
+    continuous mode holds one Spark task per slot for a whole lease, and a local application's
+    threads are fixed when it starts, so a ``tasks.max`` raised in the YAML while the job runs
+    (up to twice the first) takes effect at the next lease instead of ending the job (Spark's
+    local threads are not CPU reservations; the copy runs in Python worker processes)."""
     cores = os.cpu_count() or 1
-    return DEFAULT_MASTER if tasks <= cores else f"local[{tasks}, 4]"
+    threads = max(cores, 2 * tasks)
+    return DEFAULT_MASTER if threads == cores else f"local[{threads}, 4]"
 
 
 def is_local(master: str | None) -> bool:

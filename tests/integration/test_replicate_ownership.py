@@ -84,15 +84,18 @@ def test_a_zombie_run_is_fenced_by_a_newer_run_with_other_tasks_and_topics(
 
 
 def test_tasks_max_edited_while_the_flow_runs(kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]) -> None:
+    """srm-control's own local master leaves room for tasks.max raised to twice its first value: the
+    running job takes it at the next lease (a new epoch), and takes it back."""
     topic = unique("own-tasks")
-    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": 10}])
+    flow = {"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": 10, "tasks.max": 2}
+    env = make_env(kafka, tmp_path, [flow])
     ensure_topic(clients.admin_client(env.west), topic, PARTITIONS)
     writer = Writer(env.west, topic, PARTITIONS, burst=100)
     writer.start()
     try:
-        job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "job.log", master="local[4, 4]")
+        job = Job(env.path, env.west.alias, env.east.alias, tmp_path / "job.log")  # srm-control's master
         copying(env, topic, job)
-        for before, after in ((1, 3), (3, 2)):
+        for before, after in ((2, 4), (4, 2)):
             env.rewrite(**{"tasks.max": after})
             job.wait_for(rf"tasks.max {before} -> {after}, epoch \d+ begins")
             time.sleep(2)

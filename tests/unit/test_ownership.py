@@ -102,10 +102,11 @@ def test_a_rewind_goes_back_to_the_committed_progress_and_its_counts() -> None:
     assert fresh.rewind() == 40  # nothing committed yet: back to where copying began
 
 
-def test_a_local_master_has_a_task_thread_for_every_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_local_master_has_task_threads_for_every_slot_and_as_many_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 2)
-    assert local_master(2) == "local[*, 4]"
-    assert local_master(5) == "local[5, 4]"
+    assert local_master(1) == "local[*, 4]"  # all cores are already twice one slot
+    assert local_master(2) == "local[4, 4]"  # tasks.max raised to 4 in the YAML: no restart
+    assert local_master(5) == "local[10, 4]"
 
 
 def test_progress_record_round_trips_with_its_layout() -> None:
