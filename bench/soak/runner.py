@@ -21,7 +21,7 @@ from bench.soak.faults import Fault, Faults, schedule
 from bench.soak.history import history_pruned, history_span_min, log_starts, settled_rows
 from bench.soak.job import Job, PassResult, checkpoint_pass
 from bench.soak.load import Load
-from bench.soak.samples import READINGS_PER_MINUTE, Readings, Sample, folder_mb, latency, timed, tree_mb
+from bench.soak.samples import READINGS_PER_MINUTE, Readings, Sample, folder_mb, latency, timed, tree_mb, tree_rss_mb
 from srm.config import load_config
 from srm.devenv.local import LocalClusters
 from srm.kafka import clients
@@ -236,7 +236,7 @@ class Soak:
         """The minute's sample; the RSS figures are the medians of the minute's readings."""
         job_rss, job_pss, job_processes = tree_mb(self.job.pid())
         job_rss = self.readings.median("job", job_rss)
-        brokers = [self.readings.median(f"broker{i}", tree_mb(b.pid())[0]) for i, b in enumerate(self.brokers)]
+        brokers = [self.readings.median(f"broker{i}", tree_rss_mb(b.pid())) for i, b in enumerate(self.brokers)]
         values = self.checker.latencies_before(int(time.time() // 60))  # every complete minute not taken
         p50, p99 = latency(values)
         warehouse = Warehouse(self.config.storage.warehouse)

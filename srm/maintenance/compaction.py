@@ -34,8 +34,8 @@ from srm.storage.warehouse import (
     CHECKPOINTS_HOURLY,
     METRICS,
     METRICS_HOURLY,
-    ROW_GROUP_ROWS,
     Warehouse,
+    writer_properties,
 )
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ def maintain_table(warehouse: Warehouse, table: str, minute: int) -> Upkeep:
     opened.update_incremental()
     before = len(opened.file_uris())
     try:
-        merged = _compact(opened)
+        merged = _compact(table, opened)
     except CommitFailedError as exc:
         log.warning("%s: OPTIMIZE skipped, its commit conflicted with another writer (%s)", table, exc)
         merged = {}
@@ -100,11 +100,8 @@ def maintain_table(warehouse: Warehouse, table: str, minute: int) -> Upkeep:
     return Upkeep(table, before, after, len(vacuumed), _bytes_vacuumed(opened) if vacuumed else 0)
 
 
-def _compact(opened: Any) -> dict[str, Any]:
-    from deltalake import WriterProperties
-
-    properties = WriterProperties(max_row_group_size=ROW_GROUP_ROWS, compression="ZSTD")
-    merged: dict[str, Any] = opened.optimize.compact(writer_properties=properties)
+def _compact(table: str, opened: Any) -> dict[str, Any]:
+    merged: dict[str, Any] = opened.optimize.compact(writer_properties=writer_properties(table))
     return merged
 
 

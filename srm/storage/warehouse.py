@@ -306,7 +306,7 @@ class Warehouse:
             mode="append",
             schema_mode="merge",
             commit_properties=commit,
-            writer_properties=_writer_properties(table),
+            writer_properties=writer_properties(table),
         )
 
     def read(self, table: str, **filters: Any) -> list[dict[str, Any]]:
@@ -366,11 +366,11 @@ class Warehouse:
         from deltalake import write_deltalake
 
         opened = self._open(table, create=True)
-        properties = _writer_properties(table)
+        properties = writer_properties(table)
         write_deltalake(opened, data, mode="overwrite", predicate=predicate, writer_properties=properties)
 
 
-def _writer_properties(table: str) -> Any:
+def writer_properties(table: str) -> Any:
     """Row groups of ROW_GROUP_ROWS (or the table's own, TABLE_ROW_GROUP_ROWS): a scan decodes only
     the row groups its filter may match."""
     from deltalake import WriterProperties
