@@ -32,8 +32,7 @@ def export(args: argparse.Namespace) -> dict[str, Any] | None:
         raise SrmError("offsets needs --export (the only action SRM's offsets command has)")
     groups = group_names(args.group)
     reachable(config, flow.target)
-    translator = Translator(config, flow)
-    rows = {g: translator.group(g) for g in groups}
+    rows = Translator(config, flow).groups(groups)
     if args.json:
         return {g: [vars(t) for t in found] for g, found in rows.items()}
     for group, found in rows.items():

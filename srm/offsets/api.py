@@ -14,7 +14,8 @@ A partition the flow never copied a record of translates to the end of its remot
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from srm.config.model import Flow, SrmConfig
@@ -60,22 +61,35 @@ class Translator:
 
     def group(self, group: str, direction: Direction = "forward", *, live: bool = False) -> list[Translated]:
         """Every partition of ``group`` translated, sorted by topic and partition."""
+        return self.groups([group], direction, live=live)[group]
+
+    def groups(
+        self, groups: Sequence[str], direction: Direction = "forward", *, live: bool = False
+    ) -> dict[str, list[Translated]]:
+        """Every partition of each of ``groups`` translated, sorted by topic and partition, with one
+        read of the checkpoints, of the groups' offsets and of the history for all of them."""
+        groups = list(dict.fromkeys(groups))
         if direction == "forward" and not live:
-            return self._from_checkpoints(group)
+            return self._from_checkpoints(groups)
         cluster = self.flow.source if direction == "forward" else self.flow.target
-        found = group_offsets(clients.admin_client(self.config.cluster(cluster)), [group])[group].offsets
-        if direction == "forward":
-            wanted = {k: v for k, v in found.items() if self.selector.replicates(k[0])}
-        else:
-            wanted = {k: v for k, v in found.items() if self._copied_remote(k[0])}
-        if not wanted:
-            raise NotConfiguredError(f"group {group!r} has no committed offsets on topics of flow {self.flow.name}")
-        results = self._many([(t, p, committed.offset) for (t, p), committed in sorted(wanted.items())], direction)
-        return [Translated(r.topic, r.partition, r.offset, r.from_topic, r.from_offset, group) for r in results]
+        found = group_offsets(clients.admin_client(self.config.cluster(cluster)), groups)
+        topics = {t for g in groups for t, _ in found[g].offsets}
+        keep = {t: self.selector.replicates(t) if direction == "forward" else self._copied_remote(t) for t in topics}
+        positions: list[tuple[str, str, int, int]] = []
+        for group in groups:
+            wanted = sorted((k, c.offset) for k, c in found[group].offsets.items() if keep[k[0]])
+            if not wanted:
+                raise NotConfiguredError(f"group {group!r} has no committed offsets on topics of flow {self.flow.name}")
+            positions += [(group, t, p, o) for (t, p), o in wanted]
+        results = self._many([(t, p, o) for _, t, p, o in positions], direction)
+        out: dict[str, list[Translated]] = {g: [] for g in groups}
+        for (group, *_), r in zip(positions, results, strict=True):
+            out[group].append(replace(r, group=group))
+        return out
 
     def _many(self, positions: list[tuple[str, int, int]], direction: Direction) -> list[Translated]:
         """Translate ``positions`` (topic on the cluster the consumer leaves, partition, offset) with
-        one read of the history they need."""
+        one read of the history they need, and one of the ends of the partitions it cannot place."""
         if direction == "forward":
             keyed = [((t, p), o, t, self.selector.remote(t)) for t, p, o in positions]
             wanted = Wanted.lowest((key, o) for key, o, _, _ in keyed)
@@ -85,18 +99,21 @@ class Translator:
         history = self._history or load_history(self.config, self.flow, wanted)
         reverse = reverse_flow(self.config, self.flow)
         back = None if reverse is None else load_history(self.config, reverse, Wanted.whole(wanted.partitions))
-        out = []
-        for (source_topic, partition), offset, topic, to_topic in keyed:
-            if direction == "forward" and back is None:  # the runs around the offset alone
-                own = history.around(source_topic, partition, [offset])
-            else:
-                own = history.get(source_topic, partition)
-            translated = self._translate(own, back, (source_topic, partition), offset, direction)
-            if translated is None:
-                alias = self.flow.target if direction == "forward" else self.flow.source
-                translated = self._end(alias, to_topic, partition)
-            out.append(Translated(to_topic, partition, translated, topic, offset))
-        return out
+        offsets: dict[tuple[str, int], list[int]] = {}
+        for key, offset, _, _ in keyed:
+            offsets.setdefault(key, []).append(offset)
+        if direction == "forward" and back is None:  # the runs around the offsets alone
+            owns = {key: history.around(*key, at) for key, at in offsets.items()}
+        else:
+            owns = {key: history.get(*key) for key in offsets}
+        found = [self._translate(owns[key], back, key, offset, direction) for key, offset, _, _ in keyed]
+        alias = self.flow.target if direction == "forward" else self.flow.source
+        missing = {(to_topic, key[1]) for (key, _, _, to_topic), at in zip(keyed, found, strict=True) if at is None}
+        ends = self._ends(alias, missing)
+        return [
+            Translated(to_topic, key[1], ends[(to_topic, key[1])] if at is None else at, topic, offset)
+            for (key, offset, topic, to_topic), at in zip(keyed, found, strict=True)
+        ]
 
     @staticmethod
     def _translate(
@@ -107,19 +124,24 @@ class Translator:
         other = back.get(*key)  # prefixless active/active: both flows' runs (srm.offsets.merged)
         return merged_position(own, other, offset) if direction == "forward" else merged_position(other, own, offset)
 
-    def _from_checkpoints(self, group: str) -> list[Translated]:
+    def _from_checkpoints(self, groups: Sequence[str]) -> dict[str, list[Translated]]:
         topic = self.flow.policy.checkpoints_topic(self.flow.source)
         checkpoints = read_checkpoints(self.config.cluster(self.flow.target), topic)
-        mine = sorted((c for c in checkpoints.values() if c.group == group), key=lambda c: (c.topic, c.partition))
-        if not mine:
-            raise NotConfiguredError(
-                f"no checkpoints for group {group!r} in {topic} on {self.flow.target}: the group has no committed "
-                f"offsets on topics of flow {self.flow.name}, or no checkpoint pass has run since it committed"
-            )
-        return [
-            Translated(c.topic, c.partition, c.downstream_offset, self._source_topic(c.topic), c.upstream_offset, group)
-            for c in mine
-        ]
+        out: dict[str, list[Translated]] = {g: [] for g in groups}
+        for c in sorted(checkpoints.values(), key=lambda c: (c.topic, c.partition)):
+            if c.group in out:
+                upstream = self._source_topic(c.topic)
+                out[c.group].append(
+                    Translated(c.topic, c.partition, c.downstream_offset, upstream, c.upstream_offset, c.group)
+                )
+        for group, found in out.items():
+            if not found:
+                raise NotConfiguredError(
+                    f"no checkpoints for group {group!r} in {topic} on {self.flow.target}: the group has no "
+                    f"committed offsets on topics of flow {self.flow.name}, or no checkpoint pass has run since "
+                    "it committed"
+                )
+        return out
 
     def _upstream(self, remote: str) -> str | None:
         """The source topic whose remote topic ``remote`` is, by name."""
@@ -141,11 +163,16 @@ class Translator:
             raise NotConfiguredError(f"{remote!r} is not a remote topic of flow {self.flow.name}")
         return upstream
 
-    def _end(self, alias: str, topic: str, partition: int) -> int:
+    def _ends(self, alias: str, keys: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The end offsets of ``keys`` on ``alias`` (one metadata and one ListOffsets call)."""
+        if not keys:
+            return {}
         admin = clients.admin_client(self.config.cluster(alias))
-        if partition >= partition_counts(admin, include_internal=True).get(topic, 0):
-            raise NotConfiguredError(f"topic {topic!r} partition {partition} does not exist on {alias}")
-        return list_offsets(admin, [(topic, partition)], "latest")[(topic, partition)]
+        counts = partition_counts(admin, include_internal=True)
+        for topic, partition in sorted(keys):
+            if partition >= counts.get(topic, 0):
+                raise NotConfiguredError(f"topic {topic!r} partition {partition} does not exist on {alias}")
+        return list_offsets(admin, sorted(keys), "latest")
 
 
 def translate(
@@ -171,7 +198,5 @@ def translate(
     translator = Translator(config, flow)
     if topic is not None and partition is not None and offset is not None:
         return [translator.offset(topic, partition, offset, direction)]
-    found: list[Translated] = []
-    for group in groups or []:
-        found += translator.group(group, direction, live=live or direction == "backward")
-    return found
+    found = translator.groups(groups or [], direction, live=live or direction == "backward")
+    return [t for group in found.values() for t in group]

@@ -98,8 +98,9 @@ def plan(config: SrmConfig, flow: Flow, groups: str, mode: str, timeout_s: float
         topics = {t for g in names for t, _ in found[g].offsets if TopicSelector(flow).replicates(t)}
         wait_for_zero_lag(config, flow, topics, timeout_s)
         translator = Translator(config, flow)  # the history now covers everything the groups read
+    translated = translator.groups(names, live=planned)
     for entry in plans:
-        entry.offsets = translator.group(entry.group, live=planned)
+        entry.offsets = translated[entry.group]
     return _with_current(config, flow.target, plans)
 
 
@@ -111,8 +112,8 @@ def plan_failback(config: SrmConfig, flow: Flow, groups: str) -> list[GroupPlan]
         names = [g for g in list_groups(clients.admin_client(config.cluster(flow.target))) if pattern.fullmatch(g)]
         if not names:
             raise NotConfiguredError(f"no group on {flow.target} matches {groups!r}")
-    translator = Translator(config, flow)
-    plans = [GroupPlan(g, translator.group(g, "backward")) for g in names]
+    found = Translator(config, flow).groups(names, "backward")
+    plans = [GroupPlan(g, found[g]) for g in names]
     return _with_current(config, flow.source, plans)
 
 

@@ -137,6 +137,16 @@ def test_lagging_group_rewinds_and_restarts_stay_monotonic(
     assert all(m["latency_ms"] >= 0 for m in metrics)
     empty = Translator(env.config, env.flow()).offset(topic, 9, 0)
     assert (empty.topic, empty.partition, empty.offset) == (remote, 9, 0)  # an empty partition translates to 0
+    other = unique("other")
+    commit(env.west, other, at(0.1))
+    both = Translator(env.config, env.flow()).groups([group, other, group], live=True)  # one read for all
+    assert list(both) == [group, other]
+    for name, share in ((group, 0.5), (other, 0.1)):
+        assert both[name] == Translator(env.config, env.flow()).group(name, live=True)
+        assert [(t.partition, t.from_offset, t.group) for t in both[name]] == [
+            (p, o, name) for (_, p), o in sorted(at(share).items())
+        ]
+    assert both[other][9].offset == 0  # never copied: the end of its remote partition, read once for all groups
 
 
 def test_checkpoint_records_have_the_mm2_layout(
