@@ -328,7 +328,8 @@ def pass_steps(result: dict[str, Any]) -> list[str]:
 def _failover(f: dict[str, Any]) -> str:
     if "error" in f:
         return f"failed: {f['error'][:200]}"
-    return f"{f.get('re_read')} / {f.get('skipped')} ({f.get('groups')} groups, {f.get('partitions')} positions)"
+    took = f"; srm-control failover took {f['seconds']:.0f} s" if f.get("seconds") is not None else ""
+    return f"{f.get('re_read')} / {f.get('skipped')} ({f.get('groups')} groups, {f.get('partitions')} positions{took})"
 
 
 def plot(samples: list[dict[str, Any]], path: Path) -> None:

@@ -372,12 +372,14 @@ class Soak:
             "--planned",
             "--apply",
         ]
+        began = time.monotonic()
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+        took = round(time.monotonic() - began, 1)
         if done.returncode:
-            return {"error": done.stderr[-2000:] or done.stdout[-2000:]}
+            return {"error": done.stderr[-2000:] or done.stdout[-2000:], "seconds": took}
         names = groups.names(self.options.groups)
         mapping = {t: self.flow.policy.format_remote_topic(SOURCE, t) for t in self.topics}
-        return groups.check_failover(self.source, self.target, names, mapping)
+        return {**groups.check_failover(self.source, self.target, names, mapping), "seconds": took}
 
 
 def faults_kinds() -> tuple[str, ...]:

@@ -46,7 +46,7 @@ def result(*, rss_growth: float, pass_growth: float, lost: int = 0) -> dict[str,
         "sent": 36_000_000,
         "records": 36_000_000,
         "history_pruned": True,
-        "failover": {"groups": 200, "partitions": 12_800, "missing": 0, "re_read": 0, "skipped": 0},
+        "failover": {"groups": 200, "partitions": 12_800, "missing": 0, "re_read": 0, "skipped": 0, "seconds": 41.6},
         "job_starts": 3,
     }
 
@@ -60,6 +60,7 @@ def test_a_flat_soak_meets_every_criterion_and_its_section_says_so() -> None:
     assert all(verdicts(r).values()), criteria(r)
     text = section(r, "python -m bench.soak --minutes 120", "soak.png")
     assert "| at least 24 faults of at least 8 kinds | 24 of 8 kinds | yes |" in text
+    assert "| 0 / 0 (200 groups, 12800 positions; srm-control failover took 42 s) |" in text
     assert "**no**" not in text
 
 
