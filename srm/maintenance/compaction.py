@@ -95,7 +95,7 @@ def maintain_table(warehouse: Warehouse, table: str, minute: int) -> Upkeep:
     except CommitFailedError as exc:
         log.warning("%s: OPTIMIZE skipped, its commit conflicted with another writer (%s)", table, exc)
         merged = {}
-    vacuumed = opened.vacuum(dry_run=False)
+    vacuumed = opened.vacuum(dry_run=False, full=True)
     after = before - merged.get("numFilesRemoved", 0) + merged.get("numFilesAdded", 0)
     return Upkeep(table, before, after, len(vacuumed), _bytes_vacuumed(opened) if vacuumed else 0)
 

@@ -212,7 +212,7 @@ class HistoryPruner:
         try:
             if apply_configuration(opened, SYNC_HISTORY):
                 opened = DeltaTable(self.warehouse.path(SYNC_HISTORY))
-            deleted = opened.vacuum(dry_run=False)
+            deleted = opened.vacuum(dry_run=False, full=True)
             opened.create_checkpoint()
             opened.cleanup_metadata()
         except Exception as exc:  # another flow's prune vacuumed the same files a moment before

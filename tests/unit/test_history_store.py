@@ -207,3 +207,29 @@ def test_a_lookup_decodes_the_row_groups_of_its_window_not_the_partitions_whole_
     history = read_history(warehouse, FLOW, Wanted(dict(wanted)), empty_tail())
     assert history.runs.num_rows == 2_000
     assert to_target(history.get("orders", 0), 395_005) == 39_500 * 11 + 5
+
+
+def test_the_prunes_vacuum_deletes_data_files_no_commit_names_once_they_are_past_retention(tmp_path: Path) -> None:
+    """A writer that died before its commit, or a tombstone a checkpoint dropped once it expired,
+    leaves a data file that no commit names: a vacuum of the log's tombstones alone never deletes
+    it, and the table's folder grows around a constant live table."""
+    import os
+    import time
+    from types import SimpleNamespace
+
+    from srm.offsets.retention import HistoryPruner
+
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, transactions("orders", 0, 10, 10), 1)
+    folder = next(Path(warehouse.path(SYNC_HISTORY)).glob("flow=*"))
+    live = sorted(folder.glob("*.parquet"))
+    old, fresh = folder / "part-00000-orphan-old.zstd.parquet", folder / "part-00000-orphan-new.zstd.parquet"
+    for orphan in (old, fresh):
+        orphan.write_bytes(live[0].read_bytes())
+    hour_ago = time.time() - 3600
+    os.utime(old, (hour_ago, hour_ago))  # the history table keeps deleted files 15 minutes
+    config = SimpleNamespace(storage=SimpleNamespace(warehouse=tmp_path))
+    pruner = HistoryPruner(config, SimpleNamespace(name=FLOW), source_admin=object(), target_admin=object())  # type: ignore[arg-type]
+    assert pruner._vacuum() == 1
+    assert not old.exists() and fresh.exists() and all(f.exists() for f in live)
+    assert warehouse.scan(SYNC_HISTORY).num_rows == 10  # the live file is read as before
