@@ -91,16 +91,13 @@ def plan(config: SrmConfig, flow: Flow, groups: str, mode: str, timeout_s: float
     """Where each group resumes on the target, and what it has committed there now."""
     planned = mode == "planned"
     names = select_groups(config, flow, groups, live=planned)
-    translator = Translator(config, flow)
-    plans = [GroupPlan(g, []) for g in names]
     if planned:
         found = group_offsets(clients.admin_client(config.cluster(flow.source)), names)
         topics = {t for g in names for t, _ in found[g].offsets if TopicSelector(flow).replicates(t)}
         wait_for_zero_lag(config, flow, topics, timeout_s)
-        translator = Translator(config, flow)  # the history now covers everything the groups read
-    translated = translator.groups(names, live=planned)
-    for entry in plans:
-        entry.offsets = translated[entry.group]
+    # After the wait: the history read now covers everything the groups read.
+    translated = Translator(config, flow).groups(names, live=planned)
+    plans = [GroupPlan(g, translated[g]) for g in names]
     return _with_current(config, flow.target, plans)
 
 
