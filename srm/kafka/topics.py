@@ -250,16 +250,6 @@ def existing_topics(admin: Any, topics: list[str]) -> set[str]:
     return set(_describe(admin, topics, skipped=(*TOPIC_GONE, "TOPIC_AUTHORIZATION_FAILED")))
 
 
-def partition_leaders(admin: Any, topics: list[str]) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> the broker id of its leader (partitions without one are left out)."""
-    return {
-        (name, p.id): p.leader.id
-        for name, info in _describe(admin, topics).items()
-        for p in info.partitions
-        if p.leader is not None and p.leader.id >= 0
-    }
-
-
 def create_partitions(admin: Any, topic: str, total: int) -> None:
     from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 

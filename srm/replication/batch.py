@@ -35,7 +35,7 @@ from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.progress import Progress
 from srm.replication.remote_topics import RemoteTopics, deleted_error, describe_gone
-from srm.replication.slot_daemons import SLOT_VARIABLE, SlotDaemons, slot_value
+from srm.replication.slot_daemons import SlotDaemons, Warmup, slot_rdd
 from srm.storage.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
@@ -45,8 +45,19 @@ ACCOUNTING_CLOSE_S = 120.0  # at the end of a run: what the accounting may still
 class BatchRunner:
     mode = "available-now"
 
-    def __init__(self, spark: Any, config: SrmConfig, flow: Flow, query_id: str, owner: FlowOwner) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        config: SrmConfig,
+        flow: Flow,
+        query_id: str,
+        owner: FlowOwner,
+        *,
+        warmup: Warmup | None = None,
+    ) -> None:
+        """``warmup``: the slots' Python workers being started (the first copy job waits for it)."""
         self.spark = spark
+        self.warmup = warmup
         # The Spark job group of the copy jobs: cancelling it (the run loop stops) stops a running one.
         self.job_group = f"srm {flow.name} {uuid.uuid4().hex[:8]}"
         self.config = config
@@ -73,6 +84,8 @@ class BatchRunner:
         self.slot_daemons = SlotDaemons(
             flow.name, int(context._jvm.java.lang.ProcessHandle.current().pid()) if local else None
         )
+        if warmup is not None:  # its daemons retire like any other slot's if no batch uses them
+            self.slot_daemons.used(range(warmup.slots))
 
     @property
     def ownership(self) -> Ownership:
@@ -91,11 +104,19 @@ class BatchRunner:
         self._refresh_clients()
         self._ensure_topics(ranges)
         phases.lap("topics")
+        self.workers_started()
         payloads, fault = split_faults(self._copy(batch_id, self.jobs(ranges), run_slot))
         phases.lap("copy")
         self._after(f"batch {batch_id}", batch_id, len(ranges), payloads, phases)
         if fault is not None:
             raise LastingFaultError(fault)
+
+    def workers_started(self) -> None:
+        """Before the first copy job: the slots' Python workers started ahead are idle (the job's
+        tasks are handed them, not second workers of their slots)."""
+        if self.warmup is not None:
+            self.warmup.wait()
+            self.warmup = None
 
     def _ensure_topics(self, ranges: list[CopyRange]) -> None:
         counts = partition_counts(self.source_admin, include_internal=True)
@@ -235,22 +256,5 @@ class BatchRunner:
         partitions = sum(len(job.ranges) for job in jobs)
         description = f"flow {self.flow.name} {batch_id}: {partitions} partition(s), {slots} slot(s)"
         context.setJobGroup(self.job_group, description, interruptOnCancel=True)
-        rdds = [self._slot_rdd(context, job, task) for job in jobs]
+        rdds = [slot_rdd(context, self.flow.name, job.slot, [job], task) for job in jobs]
         return rdds[0] if len(rdds) == 1 else context.union(rdds)
-
-    def _slot_rdd(self, context: Any, job: CopyJob, task: Any) -> Any:
-        """One task per slot, in a Python worker of the slot's own.
-
-        Spark keeps a pool of Python workers per distinct environment, so a variable naming the
-        slot pins it to one worker, whose transactional producer stays initialised between
-        batches (re-initialising a producer that just committed costs about 0.5 s: the broker
-        finishes the previous transaction first) and whose resident copier goes on between
-        leases in continuous mode.
-        """
-        context.environment[SLOT_VARIABLE] = slot_value(self.flow.name, job.slot)
-        try:
-            rdd = context.parallelize([job], 1).flatMap(task)
-            rdd._jrdd  # noqa: B018 - builds the Java RDD now, capturing this environment
-        finally:
-            context.environment.pop(SLOT_VARIABLE, None)
-        return rdd

@@ -43,7 +43,9 @@ def start_replication(
     from srm.replication.plan_log import PlanLog
     from srm.replication.planner import Planner
     from srm.replication.run_loop import RunLoop
+    from srm.replication.slot_daemons import Warmup
 
+    warmup = Warmup(spark, flow.name, min(flow.settings.tasks_max, spark.sparkContext.defaultParallelism))
     for alias in (flow.source, flow.target):
         clients.check_reachable(config.cluster(alias))
     for topic in flow_internal_topics(flow):
@@ -54,7 +56,7 @@ def start_replication(
     owner = FlowOwner(config.cluster(flow.target), flow, invoker)
     owner.claim(flow.settings.tasks_max, mode)
     runner_class = LeaseRunner if mode == "continuous" else BatchRunner
-    runner = runner_class(spark, config, flow, plans.query_id(), owner)
+    runner = runner_class(spark, config, flow, plans.query_id(), owner, warmup=warmup)
     planner = Planner(str(Path(config.file).resolve()), flow.source, flow.target, mode)
     loop = RunLoop(spark, planner, runner, plans, mode)
     loop.start()

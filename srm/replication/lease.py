@@ -31,7 +31,6 @@ from srm.replication.accounting import Phases
 from srm.replication.batch import ACCOUNTING_CLOSE_S, BatchRunner
 from srm.replication.job import OPEN_END, CopyRange, Lease, split_faults
 from srm.replication.outage import Outage
-from srm.replication.ownership import FlowOwner
 from srm.replication.resident import run_lease
 from srm.replication.selector import TopicSelector
 
@@ -99,16 +98,10 @@ class PlanWatcher:
 class LeaseRunner(BatchRunner):
     mode = "continuous"
 
-    def __init__(
-        self,
-        spark: Any,
-        config: SrmConfig,
-        flow: Flow,
-        query_id: str,
-        owner: FlowOwner,
-    ) -> None:
-        super().__init__(spark, config, flow, query_id, owner)
-        self.watcher = PlanWatcher(flow, config, self.source_admin)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """As :class:`BatchRunner`."""
+        super().__init__(*args, **kwargs)
+        self.watcher = PlanWatcher(self.flow, self.config, self.source_admin)
         self.stopping = threading.Event()
         self.idle = threading.Event()
         self.idle.set()
@@ -141,6 +134,7 @@ class LeaseRunner(BatchRunner):
         lease = Lease(batch_id, seconds, s.transaction_interval_ms)
         jobs = self.jobs([replace(r, end=OPEN_END) for r in ranges], lease)
         self.watcher.expect(self.flow, {r.key for r in ranges})
+        self.workers_started()
         started = time.monotonic()
         running = self._jobs.submit(lambda: self._copy_rdd(batch_id, jobs, run_lease).collect())
         self._watch(batch_id, running, seconds)

@@ -12,10 +12,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from srm.errors import SrmError
 from srm.kafka import clients
 from srm.kafka.partitions import list_offsets
-from srm.kafka.topics import partition_leaders
 from srm.replication.clientcache import ClientCache
 from srm.replication.job import CopyJob
 
@@ -80,9 +78,10 @@ class SourceReader:
 
         assignment = [TopicPartition(topic, partition, offset) for topic, partition, offset in positions]
         if assignment:
+            leaders = self.leaders(sorted({tp.topic for tp in assignment}))
             self.consumer.incremental_assign(assignment)
             self.consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
-            self._wake_fetchers(assignment)
+            self._wake_fetchers(assignment, leaders)
 
     def unassign(self, keys: Iterable[Key]) -> None:
         from confluent_kafka import TopicPartition
@@ -117,21 +116,44 @@ class SourceReader:
         """Give the partitions back (the consumer stays cached for the slot's next task)."""
         self.consumer.unassign()
 
-    def _wake_fetchers(self, assignment: list[Any]) -> None:
-        """librdkafka starts fetching a newly assigned partition when the leader's broker thread
-        next wakes up, which on an idle connection is up to 1 s later: measured here, 1 in 2
-        continuous-mode batches waited 1.0 s for it. Any request to the leader wakes that thread
-        now: one cheap ListOffsets per distinct leader, found with one describe request for the
-        assigned topics (bench/REPORT.md, "Latency")."""
+    def leaders(self, topics: list[str]) -> dict[Key, int]:
+        """Metadata of every topic into the consumer's cache, before it is assigned partitions of
+        ``topics``; the broker id of each of their partitions' leaders.
+
+        librdkafka fetches a partition of a topic it has no metadata of only after a metadata
+        refresh of its own has found the leader: measured here, the first records of 50 topics new
+        to a consumer came 0.9 s after their assignment, with the metadata asked for first 0.06 s
+        (a copier's start, a lease's new topics). One request for all topics: a request per topic
+        would cost a round trip each at a copier's start over thousands of topics."""
         from confluent_kafka import KafkaException
 
         try:
-            leaders = partition_leaders(self.admin(), sorted({tp.topic for tp in assignment}))
-            by_leader: dict[int, Any] = {}
-            for tp in assignment:
-                if (tp.topic, tp.partition) in leaders:
-                    by_leader.setdefault(leaders[(tp.topic, tp.partition)], tp)
+            metadata = self.consumer.list_topics(timeout=WAKE_TIMEOUT_S)
+        except KafkaException as exc:  # only a shortcut: the consumer asks for what it misses anyway
+            log.debug("metadata of %s for its consumer failed: %s", self.job.source.alias, exc)
+            return {}
+        leaders = {}
+        for topic in topics:
+            info = metadata.topics.get(topic)
+            if info is None or info.error is not None:
+                continue
+            leaders.update({(topic, p): m.leader for p, m in info.partitions.items() if m.leader >= 0})
+        return leaders
+
+    def _wake_fetchers(self, assignment: list[Any], leaders: dict[Key, int]) -> None:
+        """librdkafka starts fetching a newly assigned partition when the leader's broker thread
+        next wakes up, which on an idle connection is up to 1 s later: measured here, 1 in 2
+        continuous-mode batches waited 1.0 s for it. Any request to the leader wakes that thread
+        now: one cheap ListOffsets per distinct leader (``leaders``: from :meth:`leaders`)
+        (bench/REPORT.md, "Latency")."""
+        from confluent_kafka import KafkaException
+
+        by_leader: dict[int, Any] = {}
+        for tp in assignment:
+            if (tp.topic, tp.partition) in leaders:
+                by_leader.setdefault(leaders[(tp.topic, tp.partition)], tp)
+        try:
             for tp in by_leader.values():
                 self.consumer.get_watermark_offsets(tp, timeout=WAKE_TIMEOUT_S, cached=False)
-        except (KafkaException, SrmError) as exc:  # only a shortcut: fetching starts on its own anyway
+        except KafkaException as exc:  # only a shortcut: fetching starts on its own anyway
             log.debug("waking the fetchers of %s failed: %s", self.job.source.alias, exc)

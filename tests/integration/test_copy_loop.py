@@ -19,6 +19,7 @@ from srm.kafka.topics import ensure_topic, topic_ids
 from srm.replication.clientcache import ClientCache
 from srm.replication.copier import CopyLoop, commit_or_rewind
 from srm.replication.job import OPEN_END, CopyJob, CopyRange, Lease
+from srm.replication.source_reader import SourceReader
 from tests.helpers import produce
 from tests.integration.test_progress_journal import flow_env
 from tests.integration.test_replicate_continuous import target_records
@@ -74,3 +75,38 @@ def test_records_arriving_while_a_transaction_is_acknowledged_join_it(
         loop.close()
     assert (loop.writer.commits, state.result.transactions, state.committed) == (1, 1, 150)
     assert target_records(env, topic) == 150
+
+
+def test_the_reader_asks_for_the_metadata_of_topics_new_to_its_consumer_before_it_assigns_them(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """librdkafka fetches a partition of a topic its consumer knows nothing of only after a
+    metadata refresh of its own (0.9 s for 50 new topics, bench/REPORT.md "Scale"): the reader
+    asks for it first, and names the leaders it wakes."""
+    topics = [unique(f"meta{i}") for i in range(3)]
+    env, flow = flow_env(kafka, tmp_path, topics[0])
+    admin = clients.admin_client(env.west)
+    for topic in topics:
+        ensure_topic(admin, topic, 2)
+    job = CopyJob(
+        flow,
+        env.west,
+        env.east,
+        0,
+        (),
+        history_topic_name(flow),
+        progress_topic_name(flow),
+        epoch=0,
+        owners_run="test",
+        owners_offset=0,
+    )
+    reader = SourceReader(job, ClientCache())
+    try:
+        described = admin.list_topics(timeout=10).topics
+        expected = {(t, p): described[t].partitions[p].leader for t in topics for p in (0, 1)}
+        assert reader.leaders([*topics, unique("absent")]) == expected
+        assert all(leader >= 0 for leader in expected.values())
+        reader.assign((t, p, 0) for t in topics for p in (0, 1))
+        assert reader.assigned() == set(expected)
+    finally:
+        reader.close()

@@ -7,6 +7,7 @@ records removed by retention under the copy are a loss with their exact range.""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -75,6 +76,9 @@ class FakeConsumer:
 
     def assign(self, tps: list[Any]) -> None:
         self.position = {(tp.topic, tp.partition): tp.offset for tp in tps}
+
+    def list_topics(self, timeout: float = -1) -> Any:
+        return SimpleNamespace(topics={})  # no leaders known: the fetchers are not woken
 
     def incremental_assign(self, tps: list[Any]) -> None:
         self.position.update({(tp.topic, tp.partition): tp.offset for tp in tps})
@@ -155,7 +159,6 @@ def no_broker(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(
         source_reader, "list_offsets", lambda admin, keys, spec: dict.fromkeys(keys, given["log_start"])
     )
-    monkeypatch.setattr(source_reader, "partition_leaders", lambda *a: {})
     return given
 
 
