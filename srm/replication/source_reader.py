@@ -43,7 +43,10 @@ CONSUMER_SETTINGS = {
     "fetch.queue.backoff.ms": 10,
     "fetch.error.backoff.ms": 10,
 }
-WAKE_TIMEOUT_S = 5.0
+METADATA_TIMEOUT_S = 5.0
+# Topics newly assigned to a copier's consumer asked for in one metadata request each, up to this
+# many; more in one request for all topics (one round trip, however many topics).
+METADATA_PER_TOPIC = 10
 
 
 class SourceReader:
@@ -78,10 +81,9 @@ class SourceReader:
 
         assignment = [TopicPartition(topic, partition, offset) for topic, partition, offset in positions]
         if assignment:
-            leaders = self.leaders(sorted({tp.topic for tp in assignment}))
+            self.learn(sorted({tp.topic for tp in assignment}))
             self.consumer.incremental_assign(assignment)
             self.consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
-            self._wake_fetchers(assignment, leaders)
 
     def unassign(self, keys: Iterable[Key]) -> None:
         from confluent_kafka import TopicPartition
@@ -116,44 +118,27 @@ class SourceReader:
         """Give the partitions back (the consumer stays cached for the slot's next task)."""
         self.consumer.unassign()
 
-    def leaders(self, topics: list[str]) -> dict[Key, int]:
-        """Metadata of every topic into the consumer's cache, before it is assigned partitions of
-        ``topics``; the broker id of each of their partitions' leaders.
+    def learn(self, topics: list[str]) -> None:
+        """Metadata of ``topics`` into the consumer's cache, before it is assigned their partitions.
 
-        librdkafka fetches a partition of a topic it has no metadata of only after a metadata
-        refresh of its own has found the leader: measured here, the first records of 50 topics new
-        to a consumer came 0.9 s after their assignment, with the metadata asked for first 0.06 s
-        (a copier's start, a lease's new topics). One request for all topics: a request per topic
-        would cost a round trip each at a copier's start over thousands of topics."""
+        librdkafka fetches a partition whose leader it does not know yet only after a metadata
+        refresh of its own. Measured here: at a copier's start over 50 topics its first records
+        came 0.9-1.4 s after the assignment without this, 0.06-0.1 s with it; a lease's new topic
+        in a copier of 1,000 idle partitions, 1.18-1.29 s without, 0.80-0.94 s with it (the request
+        then waits behind the fetch the broker holds for the others, ``fetch.wait.max.ms``, and so
+        does the new partition's first fetch). Up to :data:`METADATA_PER_TOPIC` topics are asked
+        for one by one, more in one request for all topics.
+
+        The ListOffsets once sent to each leader after an assignment, to wake its broker thread
+        (asleep up to 1 s in librdkafka 1.x), also waited behind that held fetch and stopped the
+        copy loop for up to 0.5 s, the first record no earlier (0.51-0.53 s either way): gone."""
         from confluent_kafka import KafkaException
 
         try:
-            metadata = self.consumer.list_topics(timeout=WAKE_TIMEOUT_S)
+            if len(topics) > METADATA_PER_TOPIC:
+                self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+            else:
+                for topic in topics:
+                    self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
         except KafkaException as exc:  # only a shortcut: the consumer asks for what it misses anyway
             log.debug("metadata of %s for its consumer failed: %s", self.job.source.alias, exc)
-            return {}
-        leaders = {}
-        for topic in topics:
-            info = metadata.topics.get(topic)
-            if info is None or info.error is not None:
-                continue
-            leaders.update({(topic, p): m.leader for p, m in info.partitions.items() if m.leader >= 0})
-        return leaders
-
-    def _wake_fetchers(self, assignment: list[Any], leaders: dict[Key, int]) -> None:
-        """librdkafka starts fetching a newly assigned partition when the leader's broker thread
-        next wakes up, which on an idle connection is up to 1 s later: measured here, 1 in 2
-        continuous-mode batches waited 1.0 s for it. Any request to the leader wakes that thread
-        now: one cheap ListOffsets per distinct leader (``leaders``: from :meth:`leaders`)
-        (bench/REPORT.md, "Latency")."""
-        from confluent_kafka import KafkaException
-
-        by_leader: dict[int, Any] = {}
-        for tp in assignment:
-            if (tp.topic, tp.partition) in leaders:
-                by_leader.setdefault(leaders[(tp.topic, tp.partition)], tp)
-        try:
-            for tp in by_leader.values():
-                self.consumer.get_watermark_offsets(tp, timeout=WAKE_TIMEOUT_S, cached=False)
-        except KafkaException as exc:  # only a shortcut: fetching starts on its own anyway
-            log.debug("waking the fetchers of %s failed: %s", self.job.source.alias, exc)

@@ -77,8 +77,8 @@ class FakeConsumer:
     def assign(self, tps: list[Any]) -> None:
         self.position = {(tp.topic, tp.partition): tp.offset for tp in tps}
 
-    def list_topics(self, timeout: float = -1) -> Any:
-        return SimpleNamespace(topics={})  # no leaders known: the fetchers are not woken
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        return SimpleNamespace(topics={})  # the fake knows no metadata: nothing is learnt
 
     def incremental_assign(self, tps: list[Any]) -> None:
         self.position.update({(tp.topic, tp.partition): tp.offset for tp in tps})
