@@ -195,6 +195,8 @@ class BatchRunner:
         return True
 
     def close(self, timeout_s: float = ACCOUNTING_CLOSE_S) -> None:
+        if self.warmup is not None:  # the run ends before its first copy job
+            self.warmup.cancel()
         self.accounting.close(timeout_s)
 
     # --- the copy job -------------------------------------------------------------------------

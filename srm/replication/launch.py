@@ -46,17 +46,21 @@ def start_replication(
     from srm.replication.slot_daemons import Warmup
 
     warmup = Warmup(spark, flow.name, min(flow.settings.tasks_max, spark.sparkContext.defaultParallelism))
-    for alias in (flow.source, flow.target):
-        clients.check_reachable(config.cluster(alias))
-    for topic in flow_internal_topics(flow):
-        admin = clients.admin_client(config.cluster(topic.cluster))
-        ensure_internal_topic(admin, topic, broker_count(admin))
-    location = plan_log or plan_log_dir(config, flow)
-    plans = PlanLog(spark, location)
-    owner = FlowOwner(config.cluster(flow.target), flow, invoker)
-    owner.claim(flow.settings.tasks_max, mode)
-    runner_class = LeaseRunner if mode == "continuous" else BatchRunner
-    runner = runner_class(spark, config, flow, plans.query_id(), owner, warmup=warmup)
+    try:
+        for alias in (flow.source, flow.target):
+            clients.check_reachable(config.cluster(alias))
+        for topic in flow_internal_topics(flow):
+            admin = clients.admin_client(config.cluster(topic.cluster))
+            ensure_internal_topic(admin, topic, broker_count(admin))
+        location = plan_log or plan_log_dir(config, flow)
+        plans = PlanLog(spark, location)
+        owner = FlowOwner(config.cluster(flow.target), flow, invoker)
+        owner.claim(flow.settings.tasks_max, mode)
+        runner_class = LeaseRunner if mode == "continuous" else BatchRunner
+        runner = runner_class(spark, config, flow, plans.query_id(), owner, warmup=warmup)
+    except BaseException:
+        warmup.cancel()  # the run does not start: its warm-up goes with it
+        raise
     planner = Planner(str(Path(config.file).resolve()), flow.source, flow.target, mode)
     loop = RunLoop(spark, planner, runner, plans, mode)
     loop.start()

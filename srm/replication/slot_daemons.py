@@ -77,16 +77,21 @@ class Warmup:
         context = spark.sparkContext
         self.flow = flow
         self.slots = slots
+        self.group = f"srm {flow} warm-up"  # its Spark job group
         self.workers: dict[int, tuple[int, int]] = {}  # slot -> (worker pid, daemon pid), once done
+        self._context = context
+        self._cancelled = threading.Event()
         rdds = [slot_rdd(context, flow, slot, [slot], warm) for slot in range(slots)]
         rdd = rdds[0] if len(rdds) == 1 else context.union(rdds)
         self._thread = threading.Thread(target=self._run, args=(context, rdd), name="srm-warmup", daemon=True)
         self._thread.start()
 
     def _run(self, context: Any, rdd: Any) -> None:
-        context.setJobGroup(f"srm {self.flow} warm-up", f"flow {self.flow}: the copy slots' Python workers started")
+        context.setJobGroup(self.group, f"flow {self.flow}: the copy slots' Python workers started", True)
         started = time.monotonic()
         try:
+            if self._cancelled.is_set():
+                return
             self.workers = {slot: (worker, daemon) for slot, worker, daemon in rdd.collect()}
             log.info(
                 "flow %s: the Python workers of %d copy slot(s) started in %.1f s",
@@ -98,6 +103,13 @@ class Warmup:
     def wait(self, timeout_s: float = WARMUP_WAIT_S) -> None:
         """Until the warm-up's job has ended (at most ``timeout_s``)."""
         self._thread.join(timeout_s)
+
+    def cancel(self) -> None:
+        """Stop the warm-up's job if it still runs: a run that ends before its first batch (it
+        could not start, or was stopped) leaves no Spark job behind."""
+        self._cancelled.set()
+        if self._thread.is_alive():
+            self._context.cancelJobGroup(self.group)
 
 
 def slot_value(flow: str, slot: int) -> str:

@@ -4,6 +4,7 @@ slot comes back (real Spark in local mode: the daemons are children of its JVM).
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -65,3 +66,20 @@ def test_the_warmup_starts_every_slots_worker_and_each_slots_first_task_is_hande
         # the warmed worker, with the copier imported already: no second worker in the slot's pool
         assert run_in_slot(context, flow, slot, imports) == (worker, True)
     stop_daemons(int(context._jvm.java.lang.ProcessHandle.current().pid()), {slot_value(flow, 0), slot_value(flow, 1)})
+
+
+def test_a_cancelled_warmup_leaves_no_spark_job_behind(spark: Any) -> None:
+    """A run that ends before its first batch (it could not start) cancels its warm-up."""
+    tracker = spark.sparkContext.statusTracker()
+    warmup = Warmup(spark, f"cancel-{uuid.uuid4().hex[:6]}", 2)
+
+    def active() -> list[int]:
+        return [j for j in tracker.getJobIdsForGroup(warmup.group) if tracker.getJobInfo(j).status == "RUNNING"]
+
+    deadline = time.monotonic() + 30
+    while not active():  # a new flow's slots: its daemons take a second or more to start
+        assert warmup.workers == {} and time.monotonic() < deadline, "the warm-up ended before it could be cancelled"
+        time.sleep(0.01)
+    warmup.cancel()
+    warmup.wait(30)
+    assert active() == [] and warmup.workers == {}, "the warm-up's job ran on after its run ended"
