@@ -43,11 +43,15 @@ from bench.common import percentile
 from srm.config import load_config
 from srm.config.model import Cluster
 from srm.config.settings import FlowSettings
+from srm.errors import SrmError
 from srm.kafka import clients
+from srm.kafka.retry import retrying
 from srm.kafka.topics import ensure_topic, partition_counts
 
 WARMUP_TIMEOUT_S = 120.0
 RECORD_SIZE = 100  # bytes of each record's value
+DELETE_REQUEST_S = 20.0  # one DeleteTopics request's timeout, the controller's lookup included
+DELETE_FOR_S = 120.0  # attempts at deleting a run's topics before leaving them
 
 
 def produce_steadily(producer: Any, topic: str, rate: int, seconds: float, stop: threading.Event) -> int:
@@ -222,16 +226,36 @@ def drop_topics(source: Cluster, target: Cluster, topic: str, remote: str) -> No
 
 def delete_topics(cluster: Cluster, names: list[str]) -> None:
     """Delete the benchmark's ``names`` on ``cluster``. One that cannot be deleted (e.g. no DELETE
-    permission on a shared cluster) is said so and left; the figures of its run stand."""
-    if not names:
-        return
-    admin = clients.admin_client(cluster)  # held until every future is done: its end fails them
-    for name, future in admin.delete_topics(names, operation_timeout=30).items():
-        try:
-            future.result(60)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:  # else never made: its run failed early
-                print(f"bench: topic {name!r} left on {cluster.alias}: {exc}", file=sys.stderr, flush=True)
+    permission on a shared cluster, or the cluster not answering for DELETE_FOR_S) is said so and
+    left; the figures of its run stand.
+
+    Each attempt takes a new admin client: right after a single-broker cluster resumes from a
+    freeze, its controller fences and unfences the broker, and a client that looked the controller
+    up in between kept waiting for it until its request timed out (bench.monitoring, 3 deletes of 8)."""
+    pending = list(names)
+
+    def attempt() -> None:
+        admin = clients.admin_client(cluster)  # held until every future is done: its end fails them
+        futures = admin.delete_topics(pending, operation_timeout=DELETE_REQUEST_S, request_timeout=DELETE_REQUEST_S)
+        timed_out = None
+        for name, future in futures.items():
+            try:
+                future.result()
+            except KafkaException as exc:
+                if exc.args[0].code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT):
+                    timed_out = exc
+                    continue
+                # UNKNOWN_TOPIC_OR_PART: never made (its run failed early) or deleted by an earlier attempt
+                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    print(f"bench: topic {name!r} left on {cluster.alias}: {exc}", file=sys.stderr, flush=True)
+            pending.remove(name)
+        if timed_out is not None:
+            raise timed_out
+
+    try:
+        retrying(attempt, f"deleting {len(pending)} topic(s)", DELETE_FOR_S, cluster=cluster.alias)
+    except SrmError as exc:
+        print(f"bench: topics {pending} left on {cluster.alias}: {exc}", file=sys.stderr, flush=True)
 
 
 def start_ours(config_path: Path, workdir: Path, interval_ms: int | None = None) -> Start:
