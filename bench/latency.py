@@ -233,6 +233,8 @@ def delete_topics(cluster: Cluster, names: list[str]) -> None:
     freeze, its controller fences and unfences the broker, and a client that looked the controller
     up in between kept waiting for it until its request timed out (bench.monitoring, 3 deletes of 8)."""
     pending = list(names)
+    if not pending:
+        return
 
     def attempt() -> None:
         admin = clients.admin_client(cluster)  # held until every future is done: its end fails them
