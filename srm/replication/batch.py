@@ -119,8 +119,15 @@ class BatchRunner:
             self.warmup = None
 
     def _ensure_topics(self, ranges: list[CopyRange]) -> None:
+        """The remote topics of ``ranges`` are ready; the source's metadata (a request for every
+        topic) is asked only when one may not be."""
+        wanted: dict[str, int] = {}
+        for r in ranges:
+            wanted[r.topic] = max(wanted.get(r.topic, 0), r.partition + 1)
+        if self.remote_topics.ready(wanted):
+            return
         counts = partition_counts(self.source_admin, include_internal=True)
-        self.remote_topics.ensure({r.topic: counts.get(r.topic, r.partition + 1) for r in ranges})
+        self.remote_topics.ensure({t: counts.get(t, n) for t, n in wanted.items()})
 
     def _gone(self, gone: dict[tuple[str, int], Progress]) -> None:
         """Remote topics deleted from the target after the flow copied into them: the flow stops

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from srm.config.model import Flow, SrmConfig
-from srm.errors import ClusterUnreachableError, LastingFaultError
+from srm.errors import ClusterUnreachableError, LastingFaultError, SrmError
 from srm.kafka import clients
 from srm.kafka.control_lists import ControlReader
 from srm.kafka.partitions import list_offsets
@@ -61,6 +61,7 @@ class PlanWatcher:
         self.control.poll()
         self.selector = self._selector()
         self.expected: dict[str, int] = {}  # topic -> partitions of the running lease
+        self.grown: dict[str, int] = {}  # topic -> partitions, of those with new partitions at the last change()
 
     def expect(self, flow: Flow, partitions: set[tuple[str, int]]) -> None:
         self.flow = flow
@@ -77,6 +78,7 @@ class PlanWatcher:
         counts = partition_counts(self.source_admin, include_internal=True)
         replicated = {t: n for t, n in counts.items() if self.selector.replicates(t)}
         if replicated != self.expected:
+            self.grown = {t: n for t, n in replicated.items() if n > self.expected.get(t, 0)}
             now = {(t, p) for t, n in replicated.items() for p in range(n)}
             before = {(t, p) for t, n in self.expected.items() for p in range(n)}
             new, gone = sorted(now - before), sorted(before - now)
@@ -190,7 +192,19 @@ class LeaseRunner(BatchRunner):
                 self.owner.stop()
             else:
                 self.owner.end_lease(batch_id)
+                self._prepare_topics()
             ended = True
+
+    def _prepare_topics(self) -> None:
+        """While the lease ends (its copiers commit and stop), the remote topics of the partitions
+        that ended it are made ready, so the next lease does not wait for their creation."""
+        grown, self.watcher.grown = self.watcher.grown, {}
+        if not grown:
+            return
+        try:
+            self.remote_topics.prepare(grown)
+        except SrmError as exc:  # the next lease's ensure tries again and says what is wrong
+            log.info("flow %s: the new partitions' remote topics wait for the next lease: %s", self.flow.name, exc)
 
     def _new_watcher(self) -> None:
         watcher = PlanWatcher(self.flow, self.config, self.source_admin)

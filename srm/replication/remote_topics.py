@@ -60,12 +60,25 @@ class RemoteTopics:
         """Make the remote topic of every source topic in ``wanted`` (name -> partitions) ready: it
         exists, has the partitions, and the leaders of those created here hold them (see
         :func:`srm.kafka.partitions.await_served`: a write in between is refused for good)."""
-        self._ensure(wanted)
+        self._ensure(wanted, early=False)
+        self._await_served()
+
+    def prepare(self, wanted: dict[str, int]) -> None:
+        """As :meth:`ensure`, ahead of the lease that copies ``wanted``; remote topics deleted under
+        the flow are left for that lease's ensure() (what the run does about them ends it)."""
+        self._ensure(wanted, early=True)
+        self._await_served()
+
+    def _await_served(self) -> None:
         if self.unserved:
             await_served(self.target_admin, sorted(self.unserved))  # ClusterUnreachableError: the next call waits again
             self.unserved.clear()
 
-    def _ensure(self, wanted: dict[str, int]) -> None:
+    def ready(self, wanted: dict[str, int]) -> bool:
+        """Is every remote topic of ``wanted`` (name -> partitions) known to be ready (no call)?"""
+        return not self.unserved and all(self.known.get(self._remote(t), -1) >= n for t, n in wanted.items())
+
+    def _ensure(self, wanted: dict[str, int], early: bool) -> None:
         todo = {t: n for t, n in wanted.items() if self.known.get(self._remote(t), -1) < n}
         if not todo:
             return
@@ -77,6 +90,8 @@ class RemoteTopics:
         progress = read_flow_progress(self.target, self.flow, existing + missing, self.target_admin)
         ours = {self._remote(topic) for topic, _ in progress if self._remote(topic) in target_counts}
         gone = {tp: progress[tp] for tp in missing if tp in progress}
+        if gone and early:
+            return
         if gone:
             if self.gone is None:
                 names = sorted({self._remote(t) for t, _ in gone})

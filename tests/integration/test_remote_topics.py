@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
@@ -16,6 +17,8 @@ from srm.errors import ClusterUnreachableError
 from srm.kafka import clients
 from srm.kafka.partitions import await_served
 from srm.kafka.topics import NewTopicSpec, ensure_topics
+from srm.replication import remote_topics as remote_topics_module
+from srm.replication.progress import Progress
 from srm.replication.remote_topics import RemoteTopics
 from tests.replication import make_env
 
@@ -62,3 +65,70 @@ def test_a_partition_no_leader_serves_ends_the_wait_naming_it(kafka: SrmConfig, 
     message = str(raised.value)
     assert message.startswith(f"2 new partition(s) not served by their leaders on {kafka.clusters[1].alias} "), message
     assert f" after 2 s ({missing}[0], {missing}[1]: " in message, message
+
+
+class ListCalls:
+    """A real admin client that counts its metadata requests."""
+
+    def __init__(self, admin: Any) -> None:
+        self.admin, self.calls = admin, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.admin, name)
+
+    def list_topics(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.admin.list_topics(*args, **kwargs)
+
+
+def test_prepared_remote_topics_are_served_and_a_lease_then_asks_the_target_nothing(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """What a continuous run does when its watcher sees a new topic: the remote topic is made while
+    the lease ends (prepare), and the next lease finds it ready without a metadata request."""
+    name = unique("prepared")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [name]}])
+    flow = env.flow()
+    west, east = clients.admin_client(env.west), ListCalls(clients.admin_client(env.east))
+    remote = flow.policy.format_remote_topic(env.west.alias, name)
+    ensure_topics(west, [NewTopicSpec(name, 3)])
+    remote_topics = RemoteTopics(flow, env.east, west, east)
+    try:
+        assert not remote_topics.ready({name: 3})
+        remote_topics.prepare({name: 3})
+        assert remote_topics.ready({name: 3}) and not remote_topics.ready({name: 4})
+        assert not_served(clients.admin_client(env.east), [(remote, p) for p in range(3)]) == {}
+        before = east.calls
+        remote_topics.ensure({name: 3})
+        assert east.calls == before
+    finally:
+        west.delete_topics([name], operation_timeout=60)[name].result()
+        east.delete_topics([remote], operation_timeout=60)[remote].result()
+
+
+def test_prepare_leaves_a_remote_topic_deleted_under_the_flow_to_the_lease(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote topic the flow copied into (its progress is journaled) and that was deleted: what
+    the run does about it (stop, or create it again and record the loss) belongs to a lease's start,
+    not to the watcher ending the lease before."""
+    name = unique("deleted-under")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [name]}])
+    flow = env.flow()
+    west, east = clients.admin_client(env.west), clients.admin_client(env.east)
+    remote = flow.policy.format_remote_topic(env.west.alias, name)
+    ensure_topics(west, [NewTopicSpec(name, 2)])
+    journaled = {(name, p): Progress(10, "an-old-topic-id", journaled=True) for p in range(2)}
+    monkeypatch.setattr(remote_topics_module, "read_flow_progress", lambda *args: dict(journaled))
+    handled: list[dict[Any, Progress]] = []
+    remote_topics = RemoteTopics(flow, env.east, west, east, handled.append)
+    try:
+        remote_topics.prepare({name: 2})
+        assert handled == [] and not remote_topics.ready({name: 2})
+        assert remote not in east.list_topics(timeout=10).topics
+        remote_topics.ensure({name: 2})  # the run's handler is told (on_data_loss: continue makes it again)
+        assert handled == [journaled] and remote_topics.ready({name: 2})
+        assert not_served(clients.admin_client(env.east), [(remote, p) for p in range(2)]) == {}
+    finally:
+        west.delete_topics([name], operation_timeout=60)[name].result()
+        east.delete_topics([remote], operation_timeout=60)
