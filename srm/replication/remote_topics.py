@@ -64,8 +64,8 @@ class RemoteTopics:
         self._await_served()
 
     def prepare(self, wanted: dict[str, int]) -> None:
-        """As :meth:`ensure`, ahead of the lease that copies ``wanted``; remote topics deleted under
-        the flow are left for that lease's ensure() (what the run does about them ends it)."""
+        """As :meth:`ensure`, ahead of the lease that copies ``wanted``; when one of them was deleted
+        under the flow, nothing is made: that lease's ensure() does what the run does about it."""
         self._ensure(wanted, early=True)
         self._await_served()
 
@@ -76,10 +76,14 @@ class RemoteTopics:
 
     def ready(self, wanted: dict[str, int]) -> bool:
         """Is every remote topic of ``wanted`` (name -> partitions) known to be ready (no call)?"""
-        return not self.unserved and all(self.known.get(self._remote(t), -1) >= n for t, n in wanted.items())
+        return not self.unserved and not self._unknown(wanted)
+
+    def _unknown(self, wanted: dict[str, int]) -> dict[str, int]:
+        """Those of ``wanted`` whose remote topic is not known to have their partitions."""
+        return {t: n for t, n in wanted.items() if self.known.get(self._remote(t), -1) < n}
 
     def _ensure(self, wanted: dict[str, int], early: bool) -> None:
-        todo = {t: n for t, n in wanted.items() if self.known.get(self._remote(t), -1) < n}
+        todo = self._unknown(wanted)
         if not todo:
             return
         self.listed = None

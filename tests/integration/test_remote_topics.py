@@ -81,11 +81,12 @@ class ListCalls:
         return self.admin.list_topics(*args, **kwargs)
 
 
-def test_prepared_remote_topics_are_served_and_a_lease_then_asks_the_target_nothing(
+def test_prepared_remote_topics_are_served_and_known_ready_without_another_request(
     kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
     """What a continuous run does when its watcher sees a new topic: the remote topic is made while
-    the lease ends (prepare), and the next lease finds it ready without a metadata request."""
+    the lease ends (prepare); the next lease finds it ready (``ready``, which spares it the source's
+    metadata), and ensure() asks the target nothing more."""
     name = unique("prepared")
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [name]}])
     flow = env.flow()
@@ -131,4 +132,4 @@ def test_prepare_leaves_a_remote_topic_deleted_under_the_flow_to_the_lease(
         assert not_served(clients.admin_client(env.east), [(remote, p) for p in range(2)]) == {}
     finally:
         west.delete_topics([name], operation_timeout=60)[name].result()
-        east.delete_topics([remote], operation_timeout=60)
+        east.delete_topics([remote], operation_timeout=60)  # made by ensure(), unless the test failed before
