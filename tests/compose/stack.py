@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from srm.devenv.compose import read_env, wait, write_env
 from srm.devenv.demo import DEMO_PARTITIONS, DEMO_RECORDS, DEMO_TOPIC
+from srm.devenv.local import port_in_use
 from srm.paths import project_root
 
 ROOT = project_root()
@@ -58,16 +59,35 @@ def describe(command: list[str]) -> str:
     return shlex.join(command)
 
 
-PORTS = {
+# Where each published port's search starts: below the kernel's ephemeral range (32768-60999 by
+# default), where a client's outgoing connection can hold a port at the moment docker binds it.
+PORT_BASES = {
     "AIRFLOW_UI_PORT": 18080,
-    "SPARK_UI_PORT": 18081,
-    "KAFKA_WEST_PORT": 39192,
-    "KAFKA_EAST_PORT": 49192,
-    "PROMETHEUS_PORT": 19090,
+    "SPARK_UI_PORT": 18180,
+    "KAFKA_WEST_PORT": 19192,
+    "KAFKA_EAST_PORT": 19292,
+    "PROMETHEUS_PORT": 19390,
 }
 FLOW = "us-west_to_us-east"
 REMOTE = f"us-west.{DEMO_TOPIC}"
 STARTED = time.monotonic()
+
+
+def ephemeral_ports() -> range:
+    low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    return range(int(low), int(high) + 1)
+
+
+def free_ports() -> dict[str, int]:
+    """A port for each of PORT_BASES: the first one from its base that nothing is bound to and that
+    is outside the ephemeral range."""
+    ephemeral, chosen = ephemeral_ports(), dict[str, int]()
+    for name, base in PORT_BASES.items():
+        candidates = (p for p in range(base, base + 100) if p not in ephemeral and p not in chosen.values())
+        port = next((p for p in candidates if not port_in_use("127.0.0.1", p)), None)
+        assert port is not None, f"{name}: ports {base}-{base + 99} on 127.0.0.1 are all in use"
+        chosen[name] = port
+    return chosen
 
 
 def say(message: str) -> None:
@@ -83,15 +103,16 @@ class Stack:
         flows.mkdir()
         self.yaml = flows / "srm.yaml"
         self.yaml.write_text((ROOT / "conf" / "compose" / "flows" / "srm.yaml").read_text())
+        self.ports = free_ports()
         with open(self.env_file, "a") as env:
             env.write(f"SRM_FLOWS_DIR={flows}\n")
-            env.writelines(f"{k}={v}\n" for k, v in PORTS.items())
+            env.writelines(f"{k}={v}\n" for k, v in self.ports.items())
             env.write(f"AIRFLOW_EXECUTOR={executor}\n")
         self.env = read_env(self.env_file)
         self.command = compose(project, self.env_file, COMPOSE_FILE, OFFLINE_FILE)
         if executor == "CeleryExecutor":
             self.command += ["--profile", "celery"]
-        self.url = f"http://127.0.0.1:{PORTS['AIRFLOW_UI_PORT']}"
+        self.url = f"http://127.0.0.1:{self.ports['AIRFLOW_UI_PORT']}"
         self._token: str | None = None
 
     def compose(self, *args: str, timeout: float = 600) -> str:
@@ -195,7 +216,7 @@ def replicate_demo(stack: Stack) -> None:
         assert status == 200, answer
     say("maintenance and replicate DAGs unpaused; the scheduler runs them on the stack's Spark cluster")
 
-    bootstrap = f"127.0.0.1:{PORTS['KAFKA_EAST_PORT']}"
+    bootstrap = f"127.0.0.1:{stack.ports['KAFKA_EAST_PORT']}"
 
     def copied() -> list[Any] | None:
         records = read_all(bootstrap, REMOTE)
@@ -211,7 +232,7 @@ def replicate_demo(stack: Stack) -> None:
 
     records = wait_for(f"{DEMO_RECORDS} records of {REMOTE} on us-east", progress, 900, every=10)
     say(f"{len(records)} records on us-east after {time.monotonic() - started:.0f} s")
-    source = read_all(f"127.0.0.1:{PORTS['KAFKA_WEST_PORT']}", DEMO_TOPIC)
+    source = read_all(f"127.0.0.1:{stack.ports['KAFKA_WEST_PORT']}", DEMO_TOPIC)
     assert source is not None and len(source) == DEMO_RECORDS
     time.sleep(10)  # nothing more arrives: exactly once
     records = read_all(bootstrap, REMOTE)

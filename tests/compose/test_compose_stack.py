@@ -18,7 +18,7 @@ import yaml
 
 from srm.devenv.demo import DEMO_PARTITIONS, DEMO_TOPIC
 from srm.paths import project_root
-from tests.compose.stack import FLOW, PORTS, Stack, dag_parsed, replicate_demo, running, say, wait_for
+from tests.compose.stack import FLOW, Stack, dag_parsed, replicate_demo, running, say, wait_for
 
 pytestmark = [pytest.mark.compose, pytest.mark.timeout(2400)]
 
@@ -43,7 +43,7 @@ def test_the_api_needs_a_login(stack: Stack) -> None:
 
 def test_the_demo_topic_is_replicated_exactly_once_by_the_dag(stack: Stack) -> None:
     replicate_demo(stack)
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORTS['SPARK_UI_PORT']}/json/", timeout=30) as response:
+    with urllib.request.urlopen(f"http://127.0.0.1:{stack.ports['SPARK_UI_PORT']}/json/", timeout=30) as response:
         master = json.loads(response.read())
     apps = {a["name"]: a for a in master["activeapps"] + master["completedapps"]}
     assert master["aliveworkers"] == 2, master
@@ -54,16 +54,16 @@ def test_the_demo_topic_is_replicated_exactly_once_by_the_dag(stack: Stack) -> N
     assert status == 200, answer
 
 
-def prometheus(path: str) -> Any:
-    url = f"http://127.0.0.1:{PORTS['PROMETHEUS_PORT']}{path}"
+def prometheus(stack: Stack, path: str) -> Any:
+    url = f"http://127.0.0.1:{stack.ports['PROMETHEUS_PORT']}{path}"
     with urllib.request.urlopen(url, timeout=30) as response:
         answer = json.loads(response.read())
     assert answer["status"] == "success", answer
     return answer["data"]
 
 
-def query(expr: str) -> dict[tuple[tuple[str, str], ...], float]:
-    found = prometheus("/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["result"]
+def query(stack: Stack, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
+    found = prometheus(stack, "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["result"]
     return {tuple(sorted(s["metric"].items())): float(s["value"][1]) for s in found}
 
 
@@ -74,22 +74,22 @@ def test_prometheus_scrapes_the_monitoring_service_and_loads_the_alert_rules(sta
     assert stack.request("GET", "/srm/metrics", token="not-the-token")[0] == 401
 
     def scraped() -> dict[str, Any] | None:
-        targets = prometheus("/api/v1/targets")["activeTargets"]
+        targets = prometheus(stack, "/api/v1/targets")["activeTargets"]
         up = [t for t in targets if t["labels"]["job"] == "srm" and t["health"] == "up"]
-        return up[0] if up and query('srm_flow_state{source="us-west",target="us-east"} == 1') else None
+        return up[0] if up and query(stack, 'srm_flow_state{source="us-west",target="us-east"} == 1') else None
 
     target = wait_for("Prometheus scraping /srm/metrics of airflow-apiserver", scraped, 180)
     say(f"Prometheus scrapes {target['scrapeUrl']}: up, {target['lastScrapeDuration']:.3f} s")
-    reachable = query("srm_cluster_reachable")
+    reachable = query(stack, "srm_cluster_reachable")
     assert {dict(k)["cluster"]: v for k, v in reachable.items()} == {"us-west": 1.0, "us-east": 1.0}, reachable
     labels = f'flow="us-west->us-east",topic="{DEMO_TOPIC}"'
 
     def caught_up() -> dict[tuple[tuple[str, str], ...], float] | None:
-        found = query(f"srm_replication_records_lag{{{labels}}}")
+        found = query(stack, f"srm_replication_records_lag{{{labels}}}")
         return found if len(found) == DEMO_PARTITIONS and set(found.values()) == {0.0} else None
 
     lag = wait_for("the demo topic's lag 0 on every partition on Prometheus", caught_up, 120)  # copied before
-    loaded = {r["name"] for g in prometheus("/api/v1/rules")["groups"] for r in g["rules"]}
+    loaded = {r["name"] for g in prometheus(stack, "/api/v1/rules")["groups"] for r in g["rules"]}
     rules = yaml.safe_load((project_root() / "conf" / "prometheus" / "srm-alerts.yaml").read_text())
     assert loaded == {r["alert"] for g in rules["groups"] for r in g["rules"]}, loaded
     say(f"{len(lag)} partitions of lag 0 and {len(loaded)} alert rules on the stack's Prometheus")
