@@ -6,7 +6,9 @@
 Airflow runs it every ``emit.checkpoints.interval.seconds``. Forward checkpoints go to
 ``<source>.checkpoints.internal`` on the target, failback checkpoints to
 ``<target>.checkpoints.internal`` on the source; with ``sync.group.offsets.enabled`` idle target
-groups get the translated offsets.
+groups get the translated offsets. The pass talks to the clusters and the warehouse alone:
+spark-submit runs it (the DAG's task, its logs and its connection are the replicate job's), but it
+starts no Spark session, so it takes no executors from the Spark cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from srm.errors import SrmError
-from srm.jobs.job import exit_status, flow_session, start_logging
+from srm.jobs.job import exit_status, job_flow, start_logging
 from srm.offsets.checkpointing import CheckpointPass
 
 
@@ -25,7 +27,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--source", required=True, help="source cluster alias")
     parser.add_argument("--target", required=True, help="target cluster alias")
     parser.add_argument("--config", help="configuration file (default: $SRM_CONFIG or conf/srm.yaml)")
-    parser.add_argument("--master", help="Spark master (default: local[*, 4] unless spark-submit sets one)")
     parser.add_argument(
         "--no-sync",
         action="store_true",
@@ -38,8 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     start_logging()
     try:
-        config, flow, spark = flow_session(args, "checkpoints")
-        CheckpointPass(spark, config, flow, sync=not args.no_sync).run()
+        config, flow = job_flow(args)
+        CheckpointPass(config, flow, sync=not args.no_sync).run()
     except SrmError as exc:
         return exit_status(exc)
     return 0

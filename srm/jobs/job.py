@@ -19,11 +19,15 @@ def start_logging() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-def flow_session(args: argparse.Namespace, job: str) -> tuple[SrmConfig, Flow, Any]:
-    """The configuration (``--config``), the flow (``--source``, ``--target``) and the job's Spark
-    session (``--master``)."""
+def job_flow(args: argparse.Namespace) -> tuple[SrmConfig, Flow]:
+    """The configuration (``--config``) and the flow (``--source``, ``--target``) of a job."""
     config = load_config(shipped_config(args.config), strict=True)
-    flow = config.flow(args.source, args.target)
+    return config, config.flow(args.source, args.target)
+
+
+def flow_session(args: argparse.Namespace, job: str) -> tuple[SrmConfig, Flow, Any]:
+    """As :func:`job_flow`, and the job's Spark session (``--master``)."""
+    config, flow = job_flow(args)
     spark = build_session(f"srm {job} {flow.name}", args.master, clusters=config.flow_clusters(flow))
     return config, flow, spark
 

@@ -86,9 +86,8 @@ def require_checkpoints(flow: Flow) -> None:
 
 
 class CheckpointPass:
-    def __init__(self, spark: Any, config: SrmConfig, flow: Flow, *, sync: bool = True) -> None:
+    def __init__(self, config: SrmConfig, flow: Flow, *, sync: bool = True) -> None:
         require_checkpoints(flow)
-        self.spark = spark
         self.config = config
         self.flow = flow
         self.source = config.cluster(flow.source)

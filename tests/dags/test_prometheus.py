@@ -171,7 +171,7 @@ def test_prometheus_scrapes_lag_to_zero_mm2_names_and_every_dashboard_panel(
 
     replicate(spark, env)
     commit(env.west, unique("prom-readers"), {(topic, p): 50 for p in range(3)})
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
 
     prometheus.wait(lambda: prometheus.query(f"sum(srm_replication_records_lag{{{labels}}}) == 0"), "the lag back to 0")
     prometheus.wait(

@@ -56,7 +56,7 @@ def flows(
             emit(env.config, flow, 1)
         replicate(spark, env)
         commit(env.west, unique("page-readers"), {(topic, p): 50 for p in range(3)})
-        CheckpointPass(spark, env.config, env.flow()).run()
+        CheckpointPass(env.config, env.flow()).run()
         # `airflow dags test` left the DAGs paused in Airflow's database, as a new deployment's are;
         # the operator unpauses the flows.
         for flow in env.config.enabled_flows():

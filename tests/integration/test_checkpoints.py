@@ -93,7 +93,7 @@ def test_planned_failover_is_exact_on_plain_transactional_and_compacted_topics(
             for p, records in parts.items()
         }
     commit(env.west, group, {(t, p): o for t, parts in positions.items() for p, o in parts.items()})
-    report = CheckpointPass(spark, env.config, env.flow()).run()
+    report = CheckpointPass(env.config, env.flow()).run()
     assert report.forward.groups == 1 and len(report.forward.written) == 14
     for topic in (plain, txn, compacted):
         failover_exactness(env, group, topic, positions[topic])
@@ -115,17 +115,17 @@ def test_lagging_group_rewinds_and_restarts_stay_monotonic(
         return {(topic, p): int(100 * share) if p < 9 else 0 for p in range(10)}
 
     commit(env.west, group, at(0.9))
-    CheckpointPass(spark, env.config, env.flow()).run()
+    CheckpointPass(env.config, env.flow()).run()
     high = {k: c.downstream_offset for k, c in checkpoints_of(env, group).items()}
     assert sorted(high) == [(remote, p) for p in range(9)]  # none for the partition never copied
     commit(env.west, group, at(0.1))
-    CheckpointPass(spark, env.config, env.flow()).run()
+    CheckpointPass(env.config, env.flow()).run()
     low = {k: c.downstream_offset for k, c in checkpoints_of(env, group).items()}
     assert all(low[k] < high[k] for k in high)  # the group rewound: checkpoints follow it back
-    restarted = CheckpointPass(spark, env.config, env.flow()).run()  # a new job reloads the checkpoints
+    restarted = CheckpointPass(env.config, env.flow()).run()  # a new job reloads the checkpoints
     assert restarted.forward.written == [] and restarted.forward.unchanged == 9
     commit(env.west, group, at(0.5))
-    CheckpointPass(spark, env.config, env.flow()).run()
+    CheckpointPass(env.config, env.flow()).run()
     mid = {k: c.downstream_offset for k, c in checkpoints_of(env, group).items()}
     assert all(low[k] < mid[k] < high[k] for k in high)
     failover_exactness(env, group, topic, {p: o for (_, p), o in at(0.5).items()})
@@ -163,7 +163,7 @@ def test_checkpoint_records_have_the_mm2_layout(
     replicate(spark, env)
     group = unique("layout-group")
     commit(env.west, group, {(topic, 0): 4})
-    CheckpointPass(spark, env.config, env.flow()).run()
+    CheckpointPass(env.config, env.flow()).run()
     messages = read_all(env.east, env.flow().policy.checkpoints_topic(env.west.alias), 1)
     raw = next(m for m in messages if Checkpoint.from_message(m).group == group)
     remote = f"{env.west.alias}.{topic}".encode()
@@ -243,7 +243,7 @@ def test_group_offset_sync_exact_and_never_while_active_or_backwards(
     idle, busy = unique("idle"), unique("busy")
     commit(env.west, idle, {(topic, p): 300 + 100 * p for p in range(4)})
     commit(env.west, busy, {(topic, p): 300 + 100 * p for p in range(4)})
-    report = CheckpointPass(spark, env.config, env.flow()).run()
+    report = CheckpointPass(env.config, env.flow()).run()
     target_admin = clients.admin_client(env.east)
     expected = {(remote, p): checkpoints_of(env, idle)[(remote, p)].downstream_offset for p in range(4)}
     assert report.sync is not None and report.sync.synced[idle] == expected  # the idle group: exact offsets
@@ -275,13 +275,13 @@ def test_failback_after_consuming_more_on_the_target_is_exact(
     remote = env.flow().policy.format_remote_topic(env.west.alias, topic)
     group = unique("roamer")
     commit(env.west, group, {(topic, p): 50 * (p + 1) for p in range(3)})
-    CheckpointPass(spark, env.config, env.flow()).run()
+    CheckpointPass(env.config, env.flow()).run()
     # Failover: the group continues on the target from its checkpoints and consumes 70 more per partition.
     on_target = {(remote, p): c.downstream_offset + 70 for (_, p), c in checkpoints_of(env, group).items()}
     commit(env.east, group, on_target)
     produce(env.west, topic, sequenced(3, 90, start=900))  # more data meanwhile, replicated too
     replicate(spark, env)
-    CheckpointPass(spark, env.config, env.flow()).run()
+    CheckpointPass(env.config, env.flow()).run()
     # Failback: the checkpoints on the source (`<target>.checkpoints.internal`) say where to resume.
     back_topic = env.flow().policy.checkpoints_topic(env.east.alias)
     back = {(c.topic, c.partition): c for c in read_checkpoints(env.west, back_topic).values() if c.group == group}

@@ -151,7 +151,7 @@ def test_offsets_export_feeds_kafka_consumer_groups_and_failover_applies_with_th
     positions = {billing: {0: 10, 1: 55, 2: 0, 3: 99}, audit: {0: 100, 1: 1, 2: 37, 3: 50}}
     for group, at in positions.items():
         commit(env.west, group, {("orders", p): o for p, o in at.items()})
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
     source = contents(env.west, "orders")
 
     def resumes_exactly(group: str, offsets: dict[int, int]) -> None:
@@ -238,7 +238,7 @@ def test_status_translate_group_lists_and_failback(
     produce(env.west, topic, sequenced(2, 100))
     replicate(spark, env)
     commit(env.west, group, {(topic, 0): 7, (topic, 1): 30})
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
     produce(env.west, topic, sequenced(2, 25, start=100))
 
     code, out, err = cli(env.path, "status", *flow_args)
@@ -271,10 +271,10 @@ def test_status_translate_group_lists_and_failback(
     # a group on srm-control's blacklist gets no new checkpoints; taken off it, it does again
     assert cli(env.path, "groups", *flow_args, "--add-blacklist", group)[0] == 0
     commit(env.west, group, {(topic, 0): 50, (topic, 1): 60})
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
     assert checkpointed(env, group) == {0: 7, 1: 30}
     assert cli(env.path, "groups", *flow_args, "--remove-blacklist", group)[0] == 0
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
     assert checkpointed(env, group) == {0: 50, 1: 60}
 
     # failback: a group that consumed the remote topic on east returns to the topic on west, exactly

@@ -66,7 +66,7 @@ def test_a_flow_runs_with_only_the_acls_srm_control_lists(
     commit(source, group, {(topic, p): 50 * (p + 1) for p in range(3)})
     maintain(env)  # every step: internal topics, remote topics, configs, ACLs
     replicate(spark, env)
-    report = CheckpointPass(spark, env.config, flow).run()
+    report = CheckpointPass(env.config, flow).run()
 
     assert exactly_once(env, topic, 600, 3) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
     remote = flow.policy.format_remote_topic(flow.source, topic)

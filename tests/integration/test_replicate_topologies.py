@@ -125,7 +125,7 @@ def test_prefixless_active_active_with_provenance_headers_copies_each_record_onc
     group, flow_args = unique("aa-reader"), ("--source", w, "--target", e)
     commit(env.west, group, read_to_the_end(env.west, topic))
     later = more_on_both_sides(spark, env, topic, start=1000)
-    CheckpointPass(spark, env.config, forward).run()
+    CheckpointPass(env.config, forward).run()
     code, out, err = cli(env.path, "failover", *flow_args, "--group", group, "--apply")
     assert code == 0 and out.count("applied") == 3, out + err
     assert unread(env.east, topic, committed_on(env.east, group)) == later

@@ -61,7 +61,7 @@ def test_failover_and_failback_are_exact_between_sasl_ssl_clusters(
 
     positions = {0: 10, 1: 55, 2: 99}
     commit(env.west, group, {(topic, p): o for p, o in positions.items()})
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
     code, out, err = cli(env.path, "status", *flow_args)
     assert code == 0, err
     assert re.search(r"last replicated heartbeat: \d+ s ago", out) and "  last error: none" in out, out
@@ -127,7 +127,7 @@ def test_a_flow_from_an_mtls_cluster_to_a_sasl_ssl_cluster(
     assert mirrored == [("User:auditor", AclOperation.DESCRIBE)]
 
     commit(env.west, group, {(topic, 0): 40, (topic, 1): 7})
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
     code, out, err = cli(env.path, "translate", "--source", flow.source, "--target", flow.target, "--group", group)
     assert code == 0 and len(out.splitlines()) == 2, out + err
     private = mtls.client["ssl.key.pem"].splitlines()[1]  # a line of the key itself

@@ -65,7 +65,7 @@ def test_replicate_and_checkpoint_through_the_cluster_exactly_once_and_fail_over
     commit(env.west, group, {(topic, p): o for p, o in committed.items()})
     checkpointed = run(env.path, "run", "checkpoints", *flow_args)
     assert checkpointed.returncode == 0, checkpointed.stdout[-3000:] + checkpointed.stderr[-3000:]
-    assert len(ran_on(spark_cluster, f"srm checkpoints {flow.name}")) == 1
+    assert ran_on(spark_cluster, f"srm checkpoints {flow.name}") == []  # the pass holds no executors
 
     translated = run(env.path, "translate", "--source", flow.source, "--target", flow.target, "--group", group)
     assert translated.returncode == 0, translated.stderr

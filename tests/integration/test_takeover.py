@@ -126,7 +126,7 @@ def test_a_flow_takes_over_from_mirrormaker2_without_copying_twice_or_skipping(
 
     # MM2's checkpoints of the group are still there; ours translate it exactly from the same topic.
     assert {p: c.upstream_offset for p, c in by_mm2.items()} == positions
-    CheckpointPass(spark, env.config, flow).run()
+    CheckpointPass(env.config, flow).run()
     ours = mm2_checkpoints()
     source = contents(env.west, topic)
     for partition, upstream in positions.items():
