@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from srm.config.model import Cluster, Flow, SrmConfig
+from srm.errors import SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name, mm2_offset_syncs_topic
 from srm.kafka.partitions import list_offsets
@@ -70,6 +71,16 @@ class Phases:
         return ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.laps)
 
 
+@dataclass(frozen=True)
+class BatchLine:
+    """What a batch's log line names besides its payloads."""
+
+    what: str  # "batch 3", "lease 12"
+    batch_id: int
+    partitions: int  # planned
+    phases: Phases
+
+
 class Accounting:
     def __init__(
         self, config: SrmConfig, flow: Flow, query_id: str, run_id: str, *, source_admin: Any, target_admin: Any
@@ -103,9 +114,12 @@ class Accounting:
 
         self._pending.append(self._pool.submit(swap))
 
-    def submit(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
+    def submit(self, batch: BatchLine, payloads: list[dict[str, Any]], losses: list[Loss], *, lease: bool) -> None:
+        """The batch's accounting, in the background, in batch order: its log line, then what it
+        writes. ``lease``: the payloads of a lease (open ranges), each given its partition's end on
+        the source now, and the idle, caught-up ones left out."""
         self._pending = [f for f in self._pending if not f.done()]
-        self._pending.append(self._pool.submit(self._account, batch_id, payloads, losses))
+        self._pending.append(self._pool.submit(self._account, batch, payloads, losses, lease))
 
     def forget(self, gone: dict[tuple[str, int], Progress], remote: Callable[[str], str]) -> None:
         """Remote topics of ``gone`` (source partition -> committed progress) were deleted from the
@@ -171,12 +185,17 @@ class Accounting:
         finally:
             self.history.close()
 
-    def _account(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
+    def _account(self, batch: BatchLine, payloads: list[dict[str, Any]], losses: list[Loss], lease: bool) -> None:
         # The copy is committed whatever fails here; each step is tried on its own, and the history
         # (read from its topic) is ingested again by the next batch and at shutdown.
+        batch_id = batch.batch_id
+        ends = self._source_ends(batch_id, payloads)
+        if lease:
+            payloads = moved_or_behind(payloads, ends or {})
+        self.log_line(batch, payloads)
         steps = (
             ("MM2 offset syncs", lambda: self._emit_mm2_syncs(payloads)),
-            ("metrics and losses", lambda: self._record(batch_id, payloads, losses)),
+            ("metrics and losses", lambda: self._record(batch_id, payloads, losses, ends)),
             ("sync history", self.history.ingest),
         )
         for what, step in steps:
@@ -202,12 +221,26 @@ class Accounting:
         if self._sync_producer.flush(30):
             log.warning("some MM2 offset syncs to %s on %s were not acknowledged", topic.name, self.flow.source)
 
-    def _record(self, batch_id: int, payloads: list[dict[str, Any]], losses: list[Loss]) -> None:
+    def _source_ends(self, batch_id: int, payloads: list[dict[str, Any]]) -> dict[tuple[str, int], int] | None:
+        """Each payload partition's end on the source now, for its lag (a topic deleted since: left
+        out); None when the source does not answer."""
+        keys = [(p["row"]["topic"], p["row"]["partition"]) for p in payloads]
+        try:
+            return list_offsets(self.source_admin, keys, "latest", gone_ok=True) if keys else {}
+        except SrmError as exc:
+            log.warning("flow %s batch %d: no lag and no metrics rows this time: %s", self.flow.name, batch_id, exc)
+            return None
+
+    def _record(
+        self,
+        batch_id: int,
+        payloads: list[dict[str, Any]],
+        losses: list[Loss],
+        ends: dict[tuple[str, int], int] | None,
+    ) -> None:
         query = self.query_id
         app = f"{self.flow.name}:{query}:{self.run_id}"
-        keys = [(p["row"]["topic"], p["row"]["partition"]) for p in payloads]
-        ends = list_offsets(self.source_admin, keys, "latest", gone_ok=True)  # a topic deleted since: no lag
-        rows = [self._metrics_row(batch_id, query, p["row"], ends) for p in payloads]
+        rows = [self._metrics_row(batch_id, query, p["row"], ends) for p in payloads] if ends is not None else []
         if rows:
             self.warehouse.append(METRICS, rows, f"metrics:{app}", batch_id + 1)
         if losses:
@@ -246,8 +279,9 @@ class Accounting:
             "finished_at": datetime.fromtimestamp(row["finished_ms"] / 1000, UTC),
         }
 
-    def log_line(self, what: str, partitions: int, payloads: list[dict[str, Any]], phases: Phases) -> None:
+    def log_line(self, batch: BatchLine, payloads: list[dict[str, Any]]) -> None:
         """One readable line per batch or lease: records, MiB, partitions, rate, latency, lag."""
+        what, partitions, phases = batch.what, batch.partitions, batch.phases
         rows = [p["row"] for p in payloads]
         records = sum(r["records"] for r in rows)
         size = sum(r["bytes"] for r in rows)
@@ -266,6 +300,19 @@ class Accounting:
             *(self.flow.name, what, records, size / 2**20, moved, partitions, seconds, rate, phases),
             *(transactions, p99, lag),
         )
+
+
+def moved_or_behind(payloads: list[dict[str, Any]], ends: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+    """A lease's payloads, each row's ``planned_end`` its partition's end on the source (``ends``;
+    one not in it, deleted or not answered for: where the copy stands); the partitions that copied
+    nothing, lost nothing and are caught up left out."""
+    out = []
+    for payload in payloads:
+        row = payload["row"]
+        row["planned_end"] = ends.get((row["topic"], row["partition"]), row["next_offset"])
+        if row["records"] or payload["losses"] or row["planned_end"] > row["next_offset"]:
+            out.append(payload)
+    return out
 
 
 def _partition_in(keys: list[tuple[str, int]]) -> Any:

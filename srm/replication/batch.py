@@ -27,7 +27,7 @@ from srm.errors import DataLossError, InvariantError, LastingFaultError, Replica
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name, mm2_offset_syncs_topic, progress_topic_name
 from srm.kafka.topics import partition_counts
-from srm.replication.accounting import Accounting, Phases
+from srm.replication.accounting import Accounting, BatchLine, Phases
 from srm.replication.assignment import RECORD_COST_BYTES, Assignment, Key, balanced
 from srm.replication.drain import run_slot
 from srm.replication.flow_state import FlowStates
@@ -107,7 +107,7 @@ class BatchRunner:
         self.workers_started()
         payloads, fault = split_faults(self._copy(batch_id, self.jobs(ranges), run_slot))
         phases.lap("copy")
-        self._after(f"batch {batch_id}", batch_id, len(ranges), payloads, phases)
+        self._after(BatchLine(f"batch {batch_id}", batch_id, len(ranges), phases), payloads)
         if fault is not None:
             raise LastingFaultError(fault)
 
@@ -143,10 +143,9 @@ class BatchRunner:
         )
         self.accounting.forget(gone, lambda topic: self.flow.policy.format_remote_topic(self.flow.source, topic))
 
-    def _after(self, what: str, batch_id: int, partitions: int, payloads: list[dict[str, Any]], phases: Phases) -> None:
+    def _after(self, batch: BatchLine, payloads: list[dict[str, Any]], *, lease: bool = False) -> None:
         losses = [Loss(**loss) for p in payloads for loss in p["losses"]]
-        self.accounting.submit(batch_id, payloads, losses)
-        self.accounting.log_line(what, partitions, payloads, phases)
+        self.accounting.submit(batch, payloads, losses, lease=lease)
         if losses and self.flow.settings.on_data_loss == "fail":
             self.close()
             listed = "; ".join(str(loss) for loss in losses)

@@ -62,6 +62,8 @@ def start_replication(
         warmup.cancel()  # the run does not start: its warm-up goes with it
         raise
     planner = Planner(str(Path(config.file).resolve()), flow.source, flow.target, mode)
+    if isinstance(runner, LeaseRunner):
+        runner.plan_ahead = planner.snapshot_ahead
     loop = RunLoop(spark, planner, runner, plans, mode)
     loop.start()
     log.info("flow %s: replication started (%s), plan log %s", flow.name, mode, location)

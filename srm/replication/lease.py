@@ -25,9 +25,8 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import ClusterUnreachableError, LastingFaultError, SrmError
 from srm.kafka import clients
 from srm.kafka.control_lists import ControlReader
-from srm.kafka.partitions import list_offsets
 from srm.kafka.topics import partition_counts
-from srm.replication.accounting import Phases
+from srm.replication.accounting import BatchLine, Phases
 from srm.replication.batch import ACCOUNTING_CLOSE_S, BatchRunner
 from srm.replication.job import OPEN_END, CopyRange, Lease, split_faults
 from srm.replication.outage import Outage
@@ -108,7 +107,12 @@ class LeaseRunner(BatchRunner):
         self.idle = threading.Event()
         self.idle.set()
         self._jobs = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-lease")
+        self._prepare = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-prepare")
+        self._preparing: futures.Future[None] | None = None
         self.leases = 0  # started by this run
+        # Called as a lease ends early for a change of plan: the planner takes the next plan's
+        # snapshot while the copiers commit (Planner.snapshot_ahead, set by launch.start_replication).
+        self.plan_ahead: Callable[[], None] = lambda: None
 
     def request_stop(self) -> None:
         """End the running lease (its copiers commit and stop) and start no other."""
@@ -125,6 +129,7 @@ class LeaseRunner(BatchRunner):
 
     def _lease(self, ranges: list[CopyRange], batch_id: int, phases: Phases) -> None:
         phases.lap("plan")
+        self._prepared()
         self._reload()
         if self._refresh_clients():
             self._when_reachable(self._new_watcher)
@@ -145,8 +150,7 @@ class LeaseRunner(BatchRunner):
         if fault is None:
             self.states.copying()
         phases.lap("lease")
-        payloads = self._with_source_ends(payloads)
-        self._after(f"lease {batch_id}", batch_id, len(ranges), payloads, phases)
+        self._after(BatchLine(f"lease {batch_id}", batch_id, len(ranges), phases), payloads, lease=True)
         if fault is not None:
             raise LastingFaultError(fault)
 
@@ -192,12 +196,21 @@ class LeaseRunner(BatchRunner):
                 self.owner.stop()
             else:
                 self.owner.end_lease(batch_id)
-                self._prepare_topics()
+                self.plan_ahead()
+                self._preparing = self._prepare.submit(self._prepare_topics)
             ended = True
 
+    def _prepared(self) -> None:
+        """Until the remote topics being made while the last lease ended are made (or failed)."""
+        preparing, self._preparing = self._preparing, None
+        if preparing is not None:
+            preparing.result()
+
     def _prepare_topics(self) -> None:
-        """While the lease ends (its copiers commit and stop), the remote topics of the partitions
-        that ended it are made ready, so the next lease does not wait for their creation."""
+        """While the lease ends (its copiers commit and stop), in a thread of its own, the remote
+        topics of the partitions that ended it are made ready, so the next lease does not wait for
+        their creation. The run loop's thread leaves the remote topics alone meanwhile: the next
+        lease waits for this first (:meth:`_prepared`)."""
         grown, self.watcher.grown = self.watcher.grown, {}
         if not grown:
             return
@@ -228,18 +241,10 @@ class LeaseRunner(BatchRunner):
             log.warning("flow %s: not watching for changes: %s", self.flow.name, exc)
             return None
 
-    def _with_source_ends(self, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Per partition, its end on the source now (for the lag); idle, caught-up ones are left out."""
-        keys = [(p["row"]["topic"], p["row"]["partition"]) for p in payloads]
-        ends = list_offsets(self.source_admin, keys, "latest", gone_ok=True) if keys else {}
-        out = []
-        for payload, key in zip(payloads, keys, strict=True):
-            row = payload["row"]
-            row["planned_end"] = ends.get(key, row["next_offset"])
-            if row["records"] or payload["losses"] or row["planned_end"] > row["next_offset"]:
-                out.append(payload)
-        return out
-
     def close(self, timeout_s: float = ACCOUNTING_CLOSE_S) -> None:
+        preparing = self._preparing
+        if preparing is not None:
+            futures.wait([preparing], timeout=timeout_s)
+        self._prepare.shutdown(wait=False)
         super().close(timeout_s)
         self.watcher.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent import futures
 from datetime import datetime
 
 from srm.config import load_config
@@ -55,6 +56,8 @@ class Planner:
         self.settings_watch = clients.SettingsWatch(self.config.cluster(source), self.config.cluster(target))
         self.source_admin = clients.admin_client(self.config.cluster(source))
         self.target_admin = clients.admin_client(self.config.cluster(target))
+        self._ahead = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-plan-ahead")
+        self._early: futures.Future[tuple[plan.Positions, dict[str, str]]] | None = None
 
     def _load(self) -> None:
         mtime = os.stat(self.config_path).st_mtime
@@ -96,6 +99,23 @@ class Planner:
             log.info("srm-control lists of %s changed: allow %s, deny %s", self.flow.name, lists.allow, lists.deny)
         counts = partition_counts(self.source_admin, include_internal=True)
         return {t: n for t, n in sorted(counts.items()) if self.selector.replicates(t)}
+
+    def snapshot_ahead(self) -> None:
+        """Continuous mode, while a lease ends early (its copiers commit, the job returns): take the
+        next plan's snapshot meanwhile, in a thread of its own; the next :meth:`latest` uses it.
+        The run loop's thread makes no other call of the planner until then."""
+        if self._early is None:
+            self._early = self._ahead.submit(self.snapshot)
+
+    def _snapshot_now(self) -> tuple[plan.Positions, dict[str, str]]:
+        """The snapshot taken ahead, if one was (asked again if it failed), else a new one."""
+        early, self._early = self._early, None
+        if early is not None:
+            try:
+                return early.result()
+            except Exception as exc:  # asked again below, which raises as the snapshot would have
+                log.info("flow %s: the snapshot taken ahead failed (%s); asking again", self.flow.name, exc)
+        return self.snapshot()
 
     def snapshot(self) -> tuple[plan.Positions, dict[str, str]]:
         """The replicated partitions' ends and their topics' ids. A partition the source no longer
@@ -154,7 +174,7 @@ class Planner:
         (continuous mode: always a new lease, unless the source does not answer: then no new
         plan yet, and Spark asks again)."""
         try:
-            ends, ids = self.snapshot()
+            ends, ids = self._snapshot_now()
         except ClusterUnreachableError as exc:
             if self.mode != "continuous":
                 raise
@@ -207,6 +227,10 @@ class Planner:
         return between(start, end, remote)
 
     def close(self) -> None:
+        early, self._early = self._early, None
+        if early is not None:
+            futures.wait([early])  # it uses the control reader closed below
+        self._ahead.shutdown(wait=False)
         if self.control is not None:
             self.control.close()
 

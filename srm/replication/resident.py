@@ -226,8 +226,10 @@ class ResidentCopier(threading.Thread):
                 raise taken_over(self.job.flow, self.job.epoch, latest)
             log.info("%s: epoch %d of this run begins; this copier stops", self.name, latest.epoch)
             return True
-        if latest.lease > self.lease.number:
+        if latest.lease > self.lease.number and not self.lease_over.is_set():
             self.lease_over.set()
+            if self.loop is not None:
+                self.loop.reader.learn_ahead()  # the next lease may bring new topics
         return latest.state == STOPPED
 
     def _fenced(self, exc: ProducerFencedError) -> BaseException:

@@ -9,6 +9,7 @@ means for a partition's copy is :class:`srm.replication.copier.CopyLoop`'s busin
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -59,6 +60,7 @@ class SourceReader:
         self.digest = clients.settings_digest(job.source)  # its clients are built again when it changes
         self.consumer = cache.client(("source-consumer", job.flow.name), self._build_consumer, self.digest)
         self.consumer.assign([])
+        self._ahead: tuple[threading.Thread, dict[str, int]] | None = None  # learn_ahead(): thread, what it learned
 
     def _build_consumer(self) -> Any:
         return clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **CONSUMER_SETTINGS)
@@ -81,7 +83,11 @@ class SourceReader:
 
         assignment = [TopicPartition(topic, partition, offset) for topic, partition, offset in positions]
         if assignment:
-            self.learn(sorted({tp.topic for tp in assignment}))
+            needed: dict[str, int] = {}
+            for tp in assignment:
+                needed[tp.topic] = max(needed.get(tp.topic, 0), tp.partition + 1)
+            known = self._learned_ahead()
+            self.learn(sorted(t for t, n in needed.items() if known.get(t, 0) < n))
             self.consumer.incremental_assign(assignment)
             self.consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
 
@@ -118,6 +124,39 @@ class SourceReader:
         """Give the partitions back (the consumer stays cached for the slot's next task)."""
         self.consumer.unassign()
 
+    def learn_ahead(self) -> None:
+        """The metadata of every topic into the consumer's cache, in a thread of its own, while the
+        copier goes on: a lease ended early for a change of plan, and the next one, a second or
+        less away, may bring new topics, whose metadata :meth:`assign` then need not wait for
+        (the request waits behind the fetch the broker holds, up to ``fetch.wait.max.ms``)."""
+        from confluent_kafka import KafkaException
+
+        if self._ahead is not None and self._ahead[0].is_alive():
+            return
+        learned: dict[str, int] = {}
+
+        def ask() -> None:
+            try:
+                metadata = self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+            except KafkaException as exc:  # only a shortcut: assign() asks for what is missing
+                log.debug("metadata of %s for its consumer failed: %s", self.job.source.alias, exc)
+                return
+            learned.update({name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None})
+
+        thread = threading.Thread(target=ask, name="srm-learn-ahead", daemon=True)
+        thread.start()
+        self._ahead = (thread, learned)
+
+    def _learned_ahead(self) -> dict[str, int]:
+        """The topics (and partitions) the last learn_ahead() put into the cache, once; it is
+        waited for if still asking (its request is ahead of any asked now)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return {}
+        thread, learned = ahead
+        thread.join(METADATA_TIMEOUT_S)
+        return learned if not thread.is_alive() else {}
+
     def learn(self, topics: list[str]) -> None:
         """Metadata of ``topics`` into the consumer's cache, before it is assigned their partitions.
 
@@ -134,6 +173,8 @@ class SourceReader:
         copy loop for up to 0.5 s, the first record no earlier (0.51-0.53 s either way): gone."""
         from confluent_kafka import KafkaException
 
+        if not topics:
+            return
         try:
             if len(topics) > METADATA_PER_TOPIC:
                 self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)

@@ -130,9 +130,14 @@ def replications_here(env: Env, topic: str, api: ApiServer, token: str) -> None:
     """GET /v2/replications: the flow's state and why, its lag; paused once its DAG is paused."""
     flow = env.flow()
     assert api.get("/srm/v2/replications")[0] == 401
-    status, body = api.get("/srm/v2/replications", token)
-    assert status == 200, body
-    (entry,) = [r for r in body["replications"] if r["flow"] == flow.name]
+    deadline = time.monotonic() + 30  # the monitor's first observation of the flow may still be running
+    while True:
+        status, body = api.get("/srm/v2/replications", token)
+        assert status == 200, body
+        (entry,) = [r for r in body["replications"] if r["flow"] == flow.name]
+        if entry["state"] != "unknown" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     if entry["heartbeat_age_s"] is None:  # the session's source may hold other tests' heartbeats, copied too
         assert (entry["state"], entry["reason"]) == ("stalled", "no heartbeat has been replicated yet"), entry
     else:
