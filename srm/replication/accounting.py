@@ -192,7 +192,10 @@ class Accounting:
         ends = self._source_ends(batch_id, payloads)
         if lease:
             payloads = moved_or_behind(payloads, ends or {})
-        self.log_line(batch, payloads)
+        try:
+            self.log_line(batch, payloads)
+        except Exception:
+            log.exception("flow %s batch %d: writing its log line failed", self.flow.name, batch_id)
         steps = (
             ("MM2 offset syncs", lambda: self._emit_mm2_syncs(payloads)),
             ("metrics and losses", lambda: self._record(batch_id, payloads, losses, ends)),
@@ -229,7 +232,9 @@ class Accounting:
             return list_offsets(self.source_admin, keys, "latest", gone_ok=True) if keys else {}
         except SrmError as exc:
             log.warning("flow %s batch %d: no lag and no metrics rows this time: %s", self.flow.name, batch_id, exc)
-            return None
+        except Exception:  # the batch's other accounting (syncs, losses, history) goes on
+            log.exception("flow %s batch %d: asking the source's end offsets failed", self.flow.name, batch_id)
+        return None
 
     def _record(
         self,

@@ -38,6 +38,7 @@ from srm.replication.progress import read_flow_progress
 from srm.replication.selector import TopicSelector
 
 log = logging.getLogger(__name__)
+CLOSE_WAIT_S = 60.0  # close(): for a snapshot taken ahead that is still asking (a cluster not answering)
 
 
 class Planner:
@@ -229,7 +230,7 @@ class Planner:
     def close(self) -> None:
         early, self._early = self._early, None
         if early is not None:
-            futures.wait([early])  # it uses the control reader closed below
+            futures.wait([early], timeout=CLOSE_WAIT_S)  # it uses the control reader closed below
         self._ahead.shutdown(wait=False)
         if self.control is not None:
             self.control.close()

@@ -58,22 +58,12 @@ class Progress:
 
 
 def read_progress(
-    consumer: Any,
-    admin: Any,
-    flow: Flow,
-    partitions: list[Key],
-    on_held: Callable[[], None] | None = None,
-    *,
-    committed_now: bool = False,
+    consumer: Any, admin: Any, flow: Flow, partitions: list[Key], on_held: Callable[[], None] | None = None
 ) -> dict[Key, Progress]:
     """The progress of ``partitions`` (source topic, partition) in the progress topic (and the
     history it journals to); a partition without any is missing. ``consumer``: a read_committed
     consumer of the target with ``enable.partition.eof``; ``admin``: an admin client of the target.
-    ``on_held``: called once when a transaction left open holds the read (:func:`srm.kafka.partitions.read_to_end`).
-
-    The read waits for the transactions open when it begins, so it sees every record committed
-    before it began. ``committed_now``: it reads only what is committed when it begins, without
-    that wait (for partitions no open transaction can hold: no copier holds them)."""
+    ``on_held``: called once when a transaction left open holds the read (:func:`srm.kafka.partitions.read_to_end`)."""
     if not partitions:
         return {}
     wanted = set(partitions)
@@ -83,11 +73,7 @@ def read_progress(
     exists = retrying(
         lambda: consumer.list_topics(topic, timeout=30), f"cannot look up {topic}", cluster=flow.target
     ).topics[topic]
-    held = (
-        read_to_end(consumer, topic, 0, until=_ends(admin, topic, committed_now), on_held=on_held)
-        if exists.error is None
-        else ()
-    )
+    held = read_to_end(consumer, topic, 0, until=_ends(admin, topic), on_held=on_held) if exists.error is None else ()
     for message in held:
         try:
             record = ProgressRecord.from_message(message)
@@ -101,7 +87,7 @@ def read_progress(
             if record.journaled:
                 journal[key] = record.history_from
     if journal:
-        found.update(_journal(consumer, admin, flow, journal, on_held, committed_now=committed_now))
+        found.update(_journal(consumer, admin, flow, journal, on_held))
     return found
 
 
@@ -121,28 +107,21 @@ def journal_start(consumer: Any, admin: Any, flow: Flow) -> int | None:
     return min(journaled) if journaled else None
 
 
-def _ends(admin: Any, topic: str, committed_now: bool = False) -> dict[int, int]:
+def _ends(admin: Any, topic: str) -> dict[int, int]:
     """Where reading ``topic`` must reach: its high watermark now (the records of transactions still
-    open included), so the records committed before the read began are all read; ``committed_now``:
-    its last stable offset (what is committed now)."""
-    return {0: list_offsets(admin, [(topic, 0)], "latest", read_committed=committed_now)[(topic, 0)]}
+    open included), so the records committed before the read began are all read."""
+    return {0: list_offsets(admin, [(topic, 0)], "latest", read_committed=False)[(topic, 0)]}
 
 
 def _journal(
-    consumer: Any,
-    admin: Any,
-    flow: Flow,
-    journal: dict[Key, int],
-    on_held: Callable[[], None] | None = None,
-    *,
-    committed_now: bool = False,
+    consumer: Any, admin: Any, flow: Flow, journal: dict[Key, int], on_held: Callable[[], None] | None = None
 ) -> dict[Key, Progress]:
     """The latest history record of each journaled partition, read from the lowest history offset
     they name to the history's end (read_committed: aborted transactions are skipped)."""
     topic = history_topic_name(flow)
     start = min(journal.values())
     low = list_offsets(admin, [(topic, 0)], "earliest")[(topic, 0)]
-    until = _ends(admin, topic, committed_now)
+    until = _ends(admin, topic)
     # Kept a week (srm.kafka.internal_topics): a flow stopped that long right after a crash; or deleted
     # and created again since the progress record named it (its offsets started over).
     gone = sorted(key for key, at in journal.items() if at < low or at > until[0])
@@ -169,7 +148,7 @@ def _journal(
 
 
 def read_flow_progress(
-    cluster: Cluster, flow: Flow, partitions: list[Key], admin: Any | None = None, *, committed_now: bool = False
+    cluster: Cluster, flow: Flow, partitions: list[Key], admin: Any | None = None
 ) -> dict[Key, Progress]:
     """``read_progress`` with a consumer of its own (driver side); ``admin``: the caller's admin
     client of ``cluster``, else one of its own."""
@@ -177,8 +156,6 @@ def read_flow_progress(
 
     consumer = clients.reader(cluster, progress_group(flow.source))
     try:
-        return read_progress(
-            consumer, admin or clients.admin_client(cluster), flow, partitions, committed_now=committed_now
-        )
+        return read_progress(consumer, admin or clients.admin_client(cluster), flow, partitions)
     finally:
         consumer.close()

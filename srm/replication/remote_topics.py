@@ -91,12 +91,7 @@ class RemoteTopics:
         target_counts = {name: len(t.partitions) for name, t in metadata.topics.items()}
         existing = [(t, p) for t in todo for p in range(target_counts.get(self._remote(t), 0))]
         missing = [(t, p) for t, n in todo.items() if self._remote(t) not in target_counts for p in range(n)]
-        # Ahead of a lease (early) the read need not wait for the copiers' open transactions: the
-        # new partitions are in none (no copier holds them yet), and a copier commits a partition's
-        # starting point as it takes it, so the others' progress is committed already.
-        progress = read_flow_progress(
-            self.target, self.flow, existing + missing, self.target_admin, committed_now=early
-        )
+        progress = read_flow_progress(self.target, self.flow, existing + missing, self.target_admin)
         ours = {self._remote(topic) for topic, _ in progress if self._remote(topic) in target_counts}
         gone = {tp: progress[tp] for tp in missing if tp in progress}
         if gone and early:

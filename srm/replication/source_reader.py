@@ -121,7 +121,11 @@ class SourceReader:
         return messages  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        """Give the partitions back (the consumer stays cached for the slot's next task)."""
+        """Give the partitions back (the consumer stays cached for the slot's next task); a
+        learn_ahead() still asking is waited for, so the cache never closes the consumer under it."""
+        if self._ahead is not None:
+            self._ahead[0].join(METADATA_TIMEOUT_S)
+            self._ahead = None
         self.consumer.unassign()
 
     def learn_ahead(self) -> None:

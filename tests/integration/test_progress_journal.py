@@ -114,19 +114,6 @@ def test_journaled_progress_is_taken_from_the_latest_committed_history_record(
     }
 
 
-def committed_around_an_open_transaction(env: Env, flow: Flow, topic: str, unique: Callable[[str], str]) -> Slot:
-    """A slot's progress of ``topic``[0] journaled at 10, its history on to 20; another slot's
-    transaction (returned) open since before the history's record of 20 was committed."""
-    runs, position, opener = records_of(flow, topic)
-    other, slot = Slot(env, unique("other-slot")), Slot(env, unique("slot"))
-    slot.transaction(runs(1, 5))
-    mark = slot.acked[-1] + 1
-    slot.transaction(position(0, 10, mark), runs(0, 10))
-    other.begin(opener(2, 0))  # open, as a busy slot's transaction is most of the time
-    slot.transaction(runs(0, 20))  # committed after the other's began: past the last stable offset
-    return other
-
-
 def test_the_read_waits_for_a_transaction_of_another_slot_open_when_it_began(
     kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
@@ -134,7 +121,14 @@ def test_the_read_waits_for_a_transaction_of_another_slot_open_when_it_began(
     committed after it began are the position all the same."""
     topic = unique("journal-open")
     env, flow = flow_env(kafka, tmp_path, topic)
-    other = committed_around_an_open_transaction(env, flow, topic, unique)
+    runs, position, opener = records_of(flow, topic)
+    other, slot = Slot(env, unique("other-slot")), Slot(env, unique("slot"))
+
+    slot.transaction(runs(1, 5))
+    mark = slot.acked[-1] + 1
+    slot.transaction(position(0, 10, mark), runs(0, 10))
+    other.begin(opener(2, 0))  # open, as a busy slot's transaction is most of the time
+    slot.transaction(runs(0, 20))  # committed after the other's began: past the last stable offset
     ends = threading.Timer(2.0, lambda: other.producer.commit_transaction(30))
     ends.start()
     try:
@@ -142,24 +136,6 @@ def test_the_read_waits_for_a_transaction_of_another_slot_open_when_it_began(
     finally:
         ends.join()
     assert found == {(topic, 0): Progress(20, "id", journaled=True)}
-
-
-def test_a_read_of_what_is_committed_now_does_not_wait_for_a_transaction_open_when_it_began(
-    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
-) -> None:
-    """Ahead of a lease the driver reads the progress of partitions no copier holds yet: what is
-    committed when the read begins. Another slot's transaction, open all along, is not waited for
-    (a read that waited would give up after 120 s), and what was committed after it began is not
-    read."""
-    topic = unique("journal-now")
-    env, flow = flow_env(kafka, tmp_path, topic)
-    other = committed_around_an_open_transaction(env, flow, topic, unique)
-    try:
-        found = read_flow_progress(env.east, flow, [(topic, 0)], committed_now=True)
-    finally:
-        other.producer.abort_transaction(30)
-    assert found == {(topic, 0): Progress(10, "id", journaled=True)}
-    assert read_flow_progress(env.east, flow, [(topic, 0)]) == {(topic, 0): Progress(20, "id", journaled=True)}
 
 
 def test_a_transaction_left_open_by_a_dead_slot_is_fenced_by_the_read_it_holds(

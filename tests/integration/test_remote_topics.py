@@ -120,7 +120,7 @@ def test_prepare_leaves_a_remote_topic_deleted_under_the_flow_to_the_lease(
     remote = flow.policy.format_remote_topic(env.west.alias, name)
     ensure_topics(west, [NewTopicSpec(name, 2)])
     journaled = {(name, p): Progress(10, "an-old-topic-id", journaled=True) for p in range(2)}
-    monkeypatch.setattr(remote_topics_module, "read_flow_progress", lambda *args, **kwargs: dict(journaled))
+    monkeypatch.setattr(remote_topics_module, "read_flow_progress", lambda *args: dict(journaled))
     handled: list[dict[Any, Progress]] = []
     remote_topics = RemoteTopics(flow, env.east, west, east, handled.append)
     try:
