@@ -242,9 +242,10 @@ class LeaseRunner(BatchRunner):
             return None
 
     def close(self, timeout_s: float = ACCOUNTING_CLOSE_S) -> None:
+        began = time.monotonic()
         preparing = self._preparing
         if preparing is not None:
             futures.wait([preparing], timeout=timeout_s)
         self._prepare.shutdown(wait=False)
-        super().close(timeout_s)
+        super().close(max(0.0, timeout_s - (time.monotonic() - began)))  # one bound for both waits
         self.watcher.close()

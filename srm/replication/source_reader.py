@@ -154,12 +154,15 @@ class SourceReader:
     def _learned_ahead(self) -> dict[str, int]:
         """The topics (and partitions) the last learn_ahead() put into the cache, once; it is
         waited for if still asking (its request is ahead of any asked now)."""
-        ahead, self._ahead = self._ahead, None
+        ahead = self._ahead
         if ahead is None:
             return {}
         thread, learned = ahead
         thread.join(METADATA_TIMEOUT_S)
-        return learned if not thread.is_alive() else {}
+        if thread.is_alive():  # still asking: close() waits for it again
+            return {}
+        self._ahead = None
+        return learned
 
     def learn(self, topics: list[str]) -> None:
         """Metadata of ``topics`` into the consumer's cache, before it is assigned their partitions.
