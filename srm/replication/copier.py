@@ -64,7 +64,7 @@ class CopyLoop:
         )
         self.states: dict[Key, PartitionState] = {}
         self.writer = TargetWriter(job, cache, self.where)
-        self.reader = SourceReader(job, cache)
+        self.reader = SourceReader(job, cache, lambda: {k: s.next_offset for k, s in self.states.items()})
         self.remaining: set[Key] = set()  # available-now: partitions not yet at their planned end
         # Continuous: partitions whose source log changed under the copy (topic deleted or
         # recreated): the driver plans them again at the next lease.
@@ -85,6 +85,7 @@ class CopyLoop:
         if not ranges:
             return []
         keys = [r.key for r in ranges]
+        carried = {k: self.states[k].next_offset for k in self.reader.assigned() if k in self.states}
         fence = partial(fence_others, self.job)  # a transaction left open holds the read
         progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, keys, fence)
         lows = self.reader.log_starts([r.key for r in ranges])
@@ -105,7 +106,7 @@ class CopyLoop:
         self.writer.track(list(self.states.values()))
         active = [s for s in added if s.active]
         self.remaining |= {s.range.key for s in active}
-        self.reader.assign((s.range.topic, s.range.partition, s.next_offset) for s in active)
+        self.reader.assign(((s.range.topic, s.range.partition, s.next_offset) for s in active), carried)
         return added
 
     def remove(self, keys: Iterable[Key]) -> None:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
+from srm.errors import InvariantError
 from srm.kafka import clients
 from srm.kafka.partitions import list_offsets
 from srm.replication.clientcache import ClientCache
@@ -31,11 +34,8 @@ CONSUMER_SETTINGS = {
     # at 1 KiB records; more only adds memory.
     "queued.max.messages.kbytes": 16 * 1024,
     "queued.min.messages": 20_000,
-    # How long the broker holds a fetch that finds nothing new (Kafka's Java default). librdkafka
-    # has no incremental fetch sessions (KIP-227): every fetch names every assigned partition, so a
-    # copier holding 1,000 idle partitions spent 4 CPU-s a minute on fetches at 100 ms
-    # (bench.scale's idle figure). Records end the wait as soon as they arrive; only a partition
-    # assigned while a fetch is held waits for its end to be fetched.
+    # How long the broker holds a fetch that finds nothing new (Kafka's Java default); a quiet
+    # continuous copier's consumer holds it longer (QUIET_FETCH_WAIT_MS).
     "fetch.wait.max.ms": 500,
     # A partition assigned again by the next task sometimes starts fetching only 1 s later
     # (debug=fetch: "start fetching" at t, the first Fetch at t + 1 s); these backoffs and sleeps
@@ -44,6 +44,18 @@ CONSUMER_SETTINGS = {
     "fetch.queue.backoff.ms": 10,
     "fetch.error.backoff.ms": 10,
 }
+# A continuous copier whose consumer has handed over nothing (no record, no event) for
+# QUIET_AFTER_S reads on a consumer whose fetch the broker holds QUIET_FETCH_WAIT_MS when it finds
+# nothing new. librdkafka has no incremental fetch sessions (KIP-227): every fetch names every
+# assigned partition and its answer carries them all, so idle partitions cost a fetch's worth of
+# CPU per wait (1,000 idle partitions, one consumer: 2.55 CPU-s a minute at a 100 ms hold, 0.72 at
+# 500, 0.24 at 5,000, which is the copy loop's own polling). Records end the wait as soon as they
+# arrive (fetch.min.bytes 1; a transaction's commit on the source too), so the hold delays no
+# record; it delays a change of what is fetched (a partition assigned, sought or resumed), which
+# waits for the held fetch to return. So every change moves the copier onto a fresh consumer with
+# Kafka's default hold (CONSUMER_SETTINGS), and so does the first record the quiet one hands over.
+QUIET_AFTER_S = 30.0
+QUIET_FETCH_WAIT_MS = 5000
 METADATA_TIMEOUT_S = 5.0
 # Topics newly assigned to a copier's consumer asked for in one metadata request each, up to this
 # many; more in one request for all topics (one round trip, however many topics).
@@ -51,19 +63,31 @@ METADATA_PER_TOPIC = 10
 
 
 class SourceReader:
-    """The slot's source consumer (cached per flow in the worker, so a continuous copier's next
-    lease keeps its connections and prefetched records) and the source admin it asks for offsets."""
+    """The slot's source consumer (cached per flow in the worker, so an available-now copier's next
+    task keeps its connections and prefetched records) and the source admin it asks for offsets."""
 
-    def __init__(self, job: CopyJob, cache: ClientCache) -> None:
+    def __init__(
+        self, job: CopyJob, cache: ClientCache, positions: Callable[[], Mapping[Key, int]] | None = None
+    ) -> None:
+        """``positions``: the offset each partition's copy reads next (CopyLoop's), for moving a
+        continuous copier onto another consumer between two steps."""
         self.job = job
         self.cache = cache
+        self.positions = positions
+        self.continuous = job.lease is not None
+        self.quiet = False  # reading on a consumer with the longer hold
+        self._quiet_at = time.monotonic() + QUIET_AFTER_S  # from then on, if no record came
+        self._woken = False  # a record came while quiet
         self.digest = clients.settings_digest(job.source)  # its clients are built again when it changes
-        self.consumer = cache.client(("source-consumer", job.flow.name), self._build_consumer, self.digest)
+        self.key = ("source-consumer", job.flow.name, "continuous" if self.continuous else "available-now")
+        self.consumer = cache.client(self.key, self._build_consumer, self.digest)
         self.consumer.assign([])
-        self._ahead: tuple[threading.Thread, dict[str, int]] | None = None  # learn_ahead(): thread, what it learned
+        self.paused: set[Key] = set()  # assigned, and paused by pause() until sought with resume or assigned again
+        self._ahead: tuple[threading.Thread, list[tuple[Any, dict[str, int]]]] | None = None  # learn_ahead()
 
-    def _build_consumer(self) -> Any:
-        return clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **CONSUMER_SETTINGS)
+    def _build_consumer(self, *, quiet: bool = False) -> Any:
+        wait = {"fetch.wait.max.ms": QUIET_FETCH_WAIT_MS} if quiet else {}
+        return clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **{**CONSUMER_SETTINGS, **wait})
 
     def admin(self) -> Any:
         return self.cache.client(
@@ -77,19 +101,48 @@ class SourceReader:
     def assigned(self) -> set[Key]:
         return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
 
-    def assign(self, positions: Iterable[tuple[str, int, int]]) -> None:
-        """Start reading these (topic, partition, offset)s, beside what is assigned already."""
+    def assign(self, positions: Iterable[tuple[str, int, int]], carried: Mapping[Key, int] | None = None) -> None:
+        """Start reading these (topic, partition, offset)s, beside what is assigned already;
+        ``carried``: the offset each of those reads next (the copy's next offsets).
+
+        A continuous copier reads them all on a fresh consumer from there (learn_ahead()'s, when
+        it built one), its old one closed: the broker may hold the old one's fetch (up to
+        ``fetch.wait.max.ms``), and librdkafka names a newly assigned partition only in the
+        fetch after it. Measured (1,000 idle partitions, a new topic's record waiting): assigned
+        to the same consumer, the record came 6.19 s later at a 5 s hold and 0.83 s at 0.5 s; on
+        a fresh consumer mostly 0.1-0.2 s, closing the old one 7-25 ms. A fresh consumer's first
+        fetches name the partitions it has taken on so far (debug=fetch: 15, then 152 of 1,001),
+        so a partition can still wait for one held fetch (2 of 10 times here)."""
         from confluent_kafka import TopicPartition
 
         assignment = [TopicPartition(topic, partition, offset) for topic, partition, offset in positions]
-        if assignment:
-            needed: dict[str, int] = {}
-            for tp in assignment:
-                needed[tp.topic] = max(needed.get(tp.topic, 0), tp.partition + 1)
-            known = self._learned_ahead()
-            self.learn(sorted(t for t, n in needed.items() if known.get(t, 0) < n))
-            self.consumer.incremental_assign(assignment)
-            self.consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
+        if not assignment:
+            return
+        if self.continuous:
+            kept = [TopicPartition(topic, partition, offset) for (topic, partition), offset in (carried or {}).items()]
+            self._afresh([*assignment, *kept])
+            return
+        self.learn(unknown_topics(assignment, {}))
+        self.consumer.incremental_assign(assignment)
+        self.consumer.resume(assignment)  # a cached consumer may have paused these in an earlier task
+        self.paused -= {(tp.topic, tp.partition) for tp in assignment}
+
+    def _afresh(self, assignment: list[Any], *, quiet: bool = False) -> None:
+        """``assignment`` on a fresh consumer in place of the old one, which is closed; partitions
+        paused stay paused. ``quiet``: one with the longer hold."""
+        from confluent_kafka import TopicPartition
+
+        spare, known = (None, {}) if quiet else self._spare()
+        self.cache.drop_client(self.key)
+        build = partial(self._build_consumer, quiet=quiet) if spare is None else lambda: spare
+        self.consumer = self.cache.client(self.key, build, self.digest)
+        self.quiet, self._woken = quiet, False
+        self._quiet_at = time.monotonic() + QUIET_AFTER_S
+        self.learn(unknown_topics(assignment, known))
+        self.consumer.assign(assignment)
+        self.paused &= {(tp.topic, tp.partition) for tp in assignment}
+        if self.paused:
+            self.consumer.pause([TopicPartition(*key) for key in self.paused])
 
     def unassign(self, keys: Iterable[Key]) -> None:
         from confluent_kafka import TopicPartition
@@ -98,11 +151,13 @@ class SourceReader:
         drop = [TopicPartition(topic, partition) for topic, partition in keys if (topic, partition) in assigned]
         if drop:
             self.consumer.incremental_unassign(drop)
+            self.paused -= {(tp.topic, tp.partition) for tp in drop}
 
     def pause(self, key: Key) -> None:
         from confluent_kafka import TopicPartition
 
         self.consumer.pause([TopicPartition(*key)])
+        self.paused.add(key)
 
     def seek(self, key: Key, offset: int, *, resume: bool = False) -> None:
         from confluent_kafka import TopicPartition
@@ -110,59 +165,87 @@ class SourceReader:
         self.consumer.seek(TopicPartition(key[0], key[1], offset))
         if resume:
             self.consumer.resume([TopicPartition(*key)])
+            self.paused.discard(key)
 
     def consume(self, wait_s: float) -> list[Any]:
         """What the consumer holds; waits up to ``wait_s`` for a first record if it holds none."""
+        if self.continuous and self.positions is not None:
+            self._pick_consumer()
         messages = self.consumer.consume(CONSUME_BATCH, 0)
         if not messages and wait_s > 0:
             first = self.consumer.poll(wait_s)
             if first is not None:
                 messages = [first, *self.consumer.consume(CONSUME_BATCH, 0)]
+        if messages and any(m.error() is None for m in messages):  # records, not only events
+            if self.quiet:
+                self._woken = True
+            else:
+                self._quiet_at = time.monotonic() + QUIET_AFTER_S
         return messages  # type: ignore[no-any-return]
+
+    def _pick_consumer(self) -> None:
+        """Between two steps (what was handed over is handled): onto a quiet consumer after
+        QUIET_AFTER_S without a record, back onto one with the usual hold at the first record."""
+        if (self._woken if self.quiet else time.monotonic() >= self._quiet_at) and self.positions is not None:
+            from confluent_kafka import TopicPartition
+
+            at = self.positions()
+            missing = sorted(self.assigned() - set(at))
+            if missing:  # each partition is assigned for a copy of it (CopyLoop.add, .remove)
+                raise InvariantError(f"partitions {missing} are read without a copy of them")
+            self._afresh([TopicPartition(t, p, at[t, p]) for t, p in self.assigned()], quiet=not self.quiet)
 
     def close(self) -> None:
         """Give the partitions back (the consumer stays cached for the slot's next task); a
-        learn_ahead() still asking is waited for, so the cache never closes the consumer under it."""
-        if self._ahead is not None:
-            self._ahead[0].join(METADATA_TIMEOUT_S)
-            self._ahead = None
+        consumer learn_ahead() built and assign() did not use is closed."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead[0].join(METADATA_TIMEOUT_S)
+            for spare, _ in ahead[1]:
+                spare.close()
         self.consumer.unassign()
+        self.paused.clear()
 
     def learn_ahead(self) -> None:
-        """The metadata of every topic into the consumer's cache, in a thread of its own, while the
-        copier goes on: a lease ended early for a change of plan, and the next one, a second or
-        less away, may bring new topics, whose metadata :meth:`assign` then need not wait for
-        (the request waits behind the fetch the broker holds, up to ``fetch.wait.max.ms``)."""
-        from confluent_kafka import KafkaException
-
-        if self._ahead is not None and self._ahead[0].is_alive():
+        """A fresh consumer holding the metadata of every topic, built in a thread of its own while
+        the copier goes on: a lease ended early for a change of plan, and the next one, a second
+        or less away, may bring new topics, which :meth:`assign` then reads on it at once."""
+        if self._ahead is not None or not self.continuous:
             return
-        learned: dict[str, int] = {}
+        built: list[tuple[Any, dict[str, int]]] = []
 
-        def ask() -> None:
+        def build() -> None:
+            from confluent_kafka import KafkaException
+
             try:
-                metadata = self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
-            except KafkaException as exc:  # only a shortcut: assign() asks for what is missing
-                log.debug("metadata of %s for its consumer failed: %s", self.job.source.alias, exc)
+                consumer = self._build_consumer()
+            except Exception as exc:  # only a shortcut: assign() builds one itself
+                log.debug("a spare consumer of %s failed: %s", self.job.source.alias, exc)
                 return
-            learned.update({name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None})
+            learned: dict[str, int] = {}
+            try:
+                metadata = consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+                learned = {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+            except KafkaException as exc:  # assign() asks for what is missing
+                log.debug("metadata of %s for a spare consumer failed: %s", self.job.source.alias, exc)
+            built.append((consumer, learned))
 
-        thread = threading.Thread(target=ask, name="srm-learn-ahead", daemon=True)
+        thread = threading.Thread(target=build, name="srm-learn-ahead", daemon=True)
         thread.start()
-        self._ahead = (thread, learned)
+        self._ahead = (thread, built)
 
-    def _learned_ahead(self) -> dict[str, int]:
-        """The topics (and partitions) the last learn_ahead() put into the cache, once; it is
-        waited for if still asking (its request is ahead of any asked now)."""
+    def _spare(self) -> tuple[Any | None, dict[str, int]]:
+        """The consumer the last learn_ahead() built and the topics (and partitions) it learned,
+        once; waited for if still building (up to METADATA_TIMEOUT_S, then left to close())."""
         ahead = self._ahead
         if ahead is None:
-            return {}
-        thread, learned = ahead
+            return None, {}
+        thread, built = ahead
         thread.join(METADATA_TIMEOUT_S)
-        if thread.is_alive():  # still asking: close() waits for it again
-            return {}
+        if thread.is_alive():
+            return None, {}
         self._ahead = None
-        return learned
+        return built[0] if built else (None, {})
 
     def learn(self, topics: list[str]) -> None:
         """Metadata of ``topics`` into the consumer's cache, before it is assigned their partitions.
@@ -190,3 +273,11 @@ class SourceReader:
                     self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
         except KafkaException as exc:  # only a shortcut: the consumer asks for what it misses anyway
             log.debug("metadata of %s for its consumer failed: %s", self.job.source.alias, exc)
+
+
+def unknown_topics(assignment: list[Any], known: dict[str, int]) -> list[str]:
+    """The topics of ``assignment`` whose partitions ``known`` (topic -> partition count) lacks."""
+    needed: dict[str, int] = {}
+    for tp in assignment:
+        needed[tp.topic] = max(needed.get(tp.topic, 0), tp.partition + 1)
+    return sorted(topic for topic, count in needed.items() if known.get(topic, 0) < count)

@@ -78,6 +78,23 @@ def test_records_arriving_while_a_transaction_is_acknowledged_join_it(
     assert target_records(env, topic) == 150
 
 
+def reader_job(flow: Any, env: Any, lease: Lease | None = None) -> CopyJob:
+    """A job of slot 0 without ranges, for a source reader alone (``lease``: continuous)."""
+    return CopyJob(
+        flow,
+        env.west,
+        env.east,
+        0,
+        (),
+        history_topic_name(flow),
+        progress_topic_name(flow),
+        epoch=0,
+        owners_run="test",
+        owners_offset=0,
+        lease=lease,
+    )
+
+
 class MetadataCalls:
     """A real consumer, its metadata requests noted (the topic asked for; None: all topics)."""
 
@@ -105,19 +122,7 @@ def test_the_reader_asks_for_the_metadata_of_the_topics_it_is_assigned_first(
         ensure_topic(admin, topic, 1)
     for topic in (topics[0], topics[3], topics[13]):
         produce(env.west, topic, sequenced(1, 2))
-    job = CopyJob(
-        flow,
-        env.west,
-        env.east,
-        0,
-        (),
-        history_topic_name(flow),
-        progress_topic_name(flow),
-        epoch=0,
-        owners_run="test",
-        owners_offset=0,
-    )
-    reader = SourceReader(job, ClientCache())
+    reader = SourceReader(reader_job(flow, env), ClientCache())
     spy = MetadataCalls(reader.consumer)
     reader.consumer = spy
     try:
@@ -131,5 +136,49 @@ def test_the_reader_asks_for_the_metadata_of_the_topics_it_is_assigned_first(
             assert time.monotonic() < deadline, f"{len(records)} of 6 records read in 30 s"
             records += [(m.topic(), m.offset()) for m in reader.consume(1.0) if m.error() is None]
         assert sorted(records) == sorted((t, o) for t in (topics[0], topics[3], topics[13]) for o in (0, 1))
+    finally:
+        reader.close()
+
+
+def test_a_continuous_reader_reads_new_partitions_on_a_fresh_consumer_from_where_the_others_stand(
+    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """A continuous copier's consumer waits for records as long as the broker holds its fetch, so
+    new partitions go onto a fresh consumer (learn_ahead()'s) with the others, each from the offset
+    the copy reads next; a partition paused stays paused until sought with resume."""
+    a, b, c = (unique(f"fresh{n}") for n in "abc")
+    env, flow = flow_env(kafka, tmp_path, a)
+    admin = clients.admin_client(env.west)
+    for topic in (a, b, c):
+        ensure_topic(admin, topic, 1)
+    produce(env.west, a, sequenced(1, 4))
+    produce(env.west, c, sequenced(1, 2))
+    reader = SourceReader(reader_job(flow, env, Lease(1, 60, 100)), ClientCache())
+
+    def read(count: int) -> list[tuple[str, int]]:
+        got: list[tuple[str, int]] = []
+        deadline = time.monotonic() + 30
+        while len(got) < count:
+            assert time.monotonic() < deadline, f"{len(got)} of {count} records read in 30 s: {got}"
+            got += [(m.topic(), m.offset()) for m in reader.consume(0.5) if m.error() is None]
+        return got
+
+    try:
+        reader.assign([(a, 0, 0), (c, 0, 0)])
+        assert sorted(read(6)) == [*((a, o) for o in range(4)), (c, 0), (c, 1)]
+        reader.pause((c, 0))
+        produce(env.west, a, sequenced(1, 2))
+        produce(env.west, b, sequenced(1, 3))
+        produce(env.west, c, sequenced(1, 2))
+        first = reader.consumer
+        reader.learn_ahead()
+        reader.assign([(b, 0, 1)], carried={(a, 0): 2, (c, 0): 2})  # a read again from 2 (say, after an abort)
+        assert reader.consumer is not first, "the new partition is read on a fresh consumer"
+        with pytest.raises(RuntimeError):
+            first.assignment()  # the old one is closed
+        assert reader.assigned() == {(a, 0), (b, 0), (c, 0)}
+        assert sorted(read(6)) == [*((a, o) for o in range(2, 6)), (b, 1), (b, 2)], "from the carried offsets"
+        reader.seek((c, 0), 2, resume=True)
+        assert read(2) == [(c, 2), (c, 3)], "the paused partition comes on resumed, from where it stood"
     finally:
         reader.close()
