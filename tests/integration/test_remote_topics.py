@@ -93,6 +93,8 @@ def test_prepared_remote_topics_are_served_and_known_ready_without_another_reque
     west, east = clients.admin_client(env.west), ListCalls(clients.admin_client(env.east))
     remote = flow.policy.format_remote_topic(env.west.alias, name)
     ensure_topics(west, [NewTopicSpec(name, 3)])
+    # As a watcher finds it: served by its leader (asked for its configs before, it was once unknown).
+    await_served(west, [(name, p) for p in range(3)])
     remote_topics = RemoteTopics(flow, env.east, west, east)
     try:
         assert not remote_topics.ready({name: 3})
