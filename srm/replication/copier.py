@@ -85,7 +85,6 @@ class CopyLoop:
         if not ranges:
             return []
         keys = [r.key for r in ranges]
-        carried = {k: self.states[k].next_offset for k in self.reader.assigned() if k in self.states}
         fence = partial(fence_others, self.job)  # a transaction left open holds the read
         progress = read_progress(self._progress_reader(), self._target_admin(), self.job.flow, keys, fence)
         lows = self.reader.log_starts([r.key for r in ranges])
@@ -106,7 +105,7 @@ class CopyLoop:
         self.writer.track(list(self.states.values()))
         active = [s for s in added if s.active]
         self.remaining |= {s.range.key for s in active}
-        self.reader.assign(((s.range.topic, s.range.partition, s.next_offset) for s in active), carried)
+        self.reader.assign((s.range.topic, s.range.partition, s.next_offset) for s in active)
         return added
 
     def remove(self, keys: Iterable[Key]) -> None:

@@ -44,7 +44,7 @@ CONSUMER_SETTINGS = {
     "fetch.queue.backoff.ms": 10,
     "fetch.error.backoff.ms": 10,
 }
-# A continuous copier whose consumer has handed over nothing (no record, no event) for
+# A continuous copier whose consumer has handed over no record (events do not count) for
 # QUIET_AFTER_S reads on a consumer whose fetch the broker holds QUIET_FETCH_WAIT_MS when it finds
 # nothing new. librdkafka has no incremental fetch sessions (KIP-227): every fetch names every
 # assigned partition and its answer carries them all, so idle partitions cost a fetch's worth of
@@ -101,11 +101,11 @@ class SourceReader:
     def assigned(self) -> set[Key]:
         return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
 
-    def assign(self, positions: Iterable[tuple[str, int, int]], carried: Mapping[Key, int] | None = None) -> None:
-        """Start reading these (topic, partition, offset)s, beside what is assigned already;
-        ``carried``: the offset each of those reads next (the copy's next offsets).
+    def assign(self, positions: Iterable[tuple[str, int, int]]) -> None:
+        """Start reading these (topic, partition, offset)s, beside what is assigned already.
 
-        A continuous copier reads them all on a fresh consumer from there (learn_ahead()'s, when
+        A continuous copier reads them and those it reads already, from the offsets its copy reads
+        next (``positions``), on a fresh consumer (learn_ahead()'s, when
         it built one), its old one closed: the broker may hold the old one's fetch (up to
         ``fetch.wait.max.ms``), and librdkafka names a newly assigned partition only in the
         fetch after it. Measured (1,000 idle partitions, a new topic's record waiting): assigned
@@ -119,8 +119,7 @@ class SourceReader:
         if not assignment:
             return
         if self.continuous:
-            kept = [TopicPartition(topic, partition, offset) for (topic, partition), offset in (carried or {}).items()]
-            self._afresh([*assignment, *kept])
+            self._afresh([*assignment, *self._carried()])
             return
         self.learn(unknown_topics(assignment, {}))
         self.consumer.incremental_assign(assignment)
@@ -169,7 +168,7 @@ class SourceReader:
 
     def consume(self, wait_s: float) -> list[Any]:
         """What the consumer holds; waits up to ``wait_s`` for a first record if it holds none."""
-        if self.continuous and self.positions is not None:
+        if self.continuous:
             self._pick_consumer()
         messages = self.consumer.consume(CONSUME_BATCH, 0)
         if not messages and wait_s > 0:
@@ -186,14 +185,19 @@ class SourceReader:
     def _pick_consumer(self) -> None:
         """Between two steps (what was handed over is handled): onto a quiet consumer after
         QUIET_AFTER_S without a record, back onto one with the usual hold at the first record."""
-        if (self._woken if self.quiet else time.monotonic() >= self._quiet_at) and self.positions is not None:
-            from confluent_kafka import TopicPartition
+        if self._woken if self.quiet else time.monotonic() >= self._quiet_at:
+            self._afresh(self._carried(), quiet=not self.quiet)
 
-            at = self.positions()
-            missing = sorted(self.assigned() - set(at))
-            if missing:  # each partition is assigned for a copy of it (CopyLoop.add, .remove)
-                raise InvariantError(f"partitions {missing} are read without a copy of them")
-            self._afresh([TopicPartition(t, p, at[t, p]) for t, p in self.assigned()], quiet=not self.quiet)
+    def _carried(self) -> list[Any]:
+        """The partitions assigned now, each at the offset its copy reads next (``positions``)."""
+        from confluent_kafka import TopicPartition
+
+        assigned = self.assigned()
+        at = self.positions() if self.positions is not None else {}
+        missing = sorted(assigned - set(at))
+        if missing:  # each partition is assigned for a copy of it (CopyLoop.add, .remove)
+            raise InvariantError(f"partitions {missing} are read without a copy of them")
+        return [TopicPartition(t, p, at[t, p]) for t, p in assigned]
 
     def close(self) -> None:
         """Give the partitions back (the consumer stays cached for the slot's next task); a

@@ -122,10 +122,12 @@ def test_a_quiet_copier_reads_on_a_consumer_with_the_longer_hold_and_leaves_it_a
 def test_new_partitions_of_a_continuous_copier_are_read_on_a_fresh_consumer_with_the_others(
     built: list[Consumer],
 ) -> None:
-    reader = SourceReader(job(continuous=True), ClientCache(), dict)
+    at = {("a", 0): 5}
+    reader = SourceReader(job(continuous=True), ClientCache(), lambda: at)
     reader.assign([("a", 0, 5)])
     first = built[-1]
-    reader.assign([("c", 1, 0)], carried={("a", 0): 9})
+    at[("a", 0)] = 9  # copied up to 9 meanwhile
+    reader.assign([("c", 1, 0)])
     assert built[-1] is not first and first.closed
     assert built[-1].at == {("a", 0): 9, ("c", 1): 0}
 
