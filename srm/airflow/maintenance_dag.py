@@ -46,9 +46,10 @@ Every {s.refresh_topics_interval_seconds} s (`refresh.topics.interval.seconds`):
 
 Beside them, independent of the clusters (it runs when one is down):
 - **metrics_rollup** — the flow's metrics rolled up per hour into `replication_metrics_hourly` and
-  `checkpoint_metrics_hourly` (every complete hour that ended over {s.task_lease_seconds + GRACE_MARGIN_S} s ago), which
-  the REST API reads for windows with samples of an hour or more; then OPTIMIZE and VACUUM (7 days' retention)
-  of the four metrics tables, each at most once an hour whichever flow's DAG comes first.
+  `checkpoint_metrics_hourly` (every complete hour that ended over
+  {s.longest_lease_seconds + GRACE_MARGIN_S} s ago), which the REST API reads for windows with samples of an
+  hour or more; then OPTIMIZE and VACUUM (7 days' retention) of the four metrics tables, each at most once an
+  hour whichever flow's DAG comes first.
 - **prune_sync_history** — the flow's exact sync history keeps what translation can still need: the runs
   above each source partition's log-start offset (so it follows the source's retention and topic deletions),
   rewritten sorted; `srm-offset-syncs.{flow.source}.internal` keeps what is not in the warehouse yet.

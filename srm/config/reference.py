@@ -33,6 +33,7 @@ OWN = {
     "errors.retry.timeout": "Kafka Connect's name; its default there is 0 (no retry), 5 minutes here",
     "transaction.interval.ms": PROJECT,
     "task.lease.seconds": PROJECT,
+    "task.lease.idle.seconds": PROJECT,
     "tasks.rebalance.interval.seconds": PROJECT,
     "spark.connection_id": "Airflow's Spark provider (its default connection)",
     "spark.pyspark.python": PROJECT,

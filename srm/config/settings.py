@@ -171,6 +171,13 @@ class FlowSettings(BaseModel):
     task_lease_seconds: int = Field(30, alias="task.lease.seconds", ge=5, le=3600)
     """Continuous mode: how long one Spark task holds its slot's partitions (the unit of planning, of metrics rows and
     of the job's log line); copying goes on across leases."""
+    # Continuous mode: a lease that follows one in which no copier copied a record lasts this long
+    # instead (when longer than task.lease.seconds): an idle flow turns its leases over less often.
+    # It ends at most task.lease.seconds after a copier writes its first status (records copied
+    # again), so metrics rows come as soon after records as with task.lease.seconds.
+    task_lease_idle_seconds: int = Field(120, alias="task.lease.idle.seconds", ge=5, le=3600)
+    """Continuous mode: how long a lease lasts after one in which nothing was copied (when longer than
+    task.lease.seconds); it ends at most task.lease.seconds after records are copied again."""
     # Continuous mode: partitions are placed on the copy slots by their observed load
     # (srm/replication/assignment.py). When the busiest slot carries much more than a new placement
     # would give it, the flow places them again (a new epoch: every copier pauses for a few
@@ -304,6 +311,11 @@ class FlowSettings(BaseModel):
                 f"schedule {self.schedule!r} is only used with mode 'scheduled' (mode is 'continuous')",
             )
         return self
+
+    @property
+    def longest_lease_seconds(self) -> int:
+        """How long a continuous lease can last (an idle one may last longer than task.lease.seconds)."""
+        return max(self.task_lease_seconds, self.task_lease_idle_seconds)
 
 
 def _field(alias: str) -> str:

@@ -162,7 +162,7 @@ def roll_up(warehouse: Warehouse, flow: Flow, now_ms: int | None = None) -> list
     """Roll up every complete hour of ``flow`` after its watermarks that ended over the grace
     period before ``now_ms`` (default: now), in both hourly tables."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    settled = (now_ms - (flow.settings.task_lease_seconds + GRACE_MARGIN_S) * 1000) // HOUR_MS
+    settled = (now_ms - (flow.settings.longest_lease_seconds + GRACE_MARGIN_S) * 1000) // HOUR_MS
     return [roll_up_table(warehouse, flow.name, rollup, settled) for rollup in ROLLUPS]
 
 

@@ -6,7 +6,8 @@ into the next lease. While the job runs, the driver watches what would change th
 removed partitions (topics created, grown or deleted; srm-control's lists edited) and an edited
 YAML. It then ends the lease early through the ownership record, so the next plan takes the change
 within seconds. A stop request ends the lease the same way, with the copiers committing and
-stopping.
+stopping. A lease after one in which nothing was copied lasts ``task.lease.idle.seconds``, and ends
+at most ``task.lease.seconds`` after records are copied again (:mod:`.activity`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from srm.kafka import clients
 from srm.kafka.control_lists import ControlReader
 from srm.kafka.topics import partition_counts
 from srm.replication.accounting import BatchLine, Phases
+from srm.replication.activity import CopyActivity
 from srm.replication.batch import ACCOUNTING_CLOSE_S, BatchRunner
 from srm.replication.job import OPEN_END, CopyRange, Lease, split_faults
 from srm.replication.outage import Outage
@@ -58,6 +60,7 @@ class PlanWatcher:
         self.mtime = self._mtime()
         self.control = ControlReader(config.cluster(flow.target))
         self.control.poll()
+        self.activity = CopyActivity(config.cluster(flow.target), flow)
         self.selector = self._selector()
         self.expected: dict[str, int] = {}  # topic -> partitions of the running lease
         self.grown: dict[str, int] = {}  # topic -> partitions, of those with new partitions at the last change()
@@ -87,6 +90,7 @@ class PlanWatcher:
 
     def close(self) -> None:
         self.control.close()
+        self.activity.close()
 
     def _selector(self) -> TopicSelector:
         lists = self.control.lists(self.flow, "topics")
@@ -110,6 +114,7 @@ class LeaseRunner(BatchRunner):
         self._prepare = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-prepare")
         self._preparing: futures.Future[None] | None = None
         self.leases = 0  # started by this run
+        self.quiet = False  # the last lease copied nothing and ran its course: the next is an idle lease
         # Called as a lease ends early for a change of plan: the planner takes the next plan's
         # snapshot while the copiers commit (Planner.snapshot_ahead, set by launch.start_replication).
         self.plan_ahead: Callable[[], None] = lambda: None
@@ -135,17 +140,17 @@ class LeaseRunner(BatchRunner):
             self._when_reachable(self._new_watcher)
         self._when_reachable(lambda: self._ensure_topics(ranges))
         phases.lap("topics")
-        s = self.flow.settings
-        seconds = s.task_lease_seconds if self.leases else min(FIRST_LEASE_S, s.task_lease_seconds)
+        seconds = self._seconds()
         self.leases += 1
-        lease = Lease(batch_id, seconds, s.transaction_interval_ms)
+        lease = Lease(batch_id, seconds, self.flow.settings.transaction_interval_ms)
         jobs = self.jobs([replace(r, end=OPEN_END) for r in ranges], lease)
         self.watcher.expect(self.flow, {r.key for r in ranges})
         self.workers_started()
         started = time.monotonic()
         running = self._jobs.submit(lambda: self._copy_rdd(batch_id, jobs, run_lease).collect())
-        self._watch(batch_id, running, seconds)
+        ended = self._watch(batch_id, running, seconds)
         payloads, fault = split_faults(running.result())
+        self.quiet = fault is None and not ended and not any(p["row"]["records"] for p in payloads)
         self.assignment.observe((p["row"] for p in payloads), time.monotonic() - started)
         if fault is None:
             self.states.copying()
@@ -173,22 +178,45 @@ class LeaseRunner(BatchRunner):
                 )
                 time.sleep(UNREACHABLE_RETRY_S)
 
-    def _watch(self, batch_id: int, running: futures.Future[Any], seconds: float) -> None:
-        """Until the lease's job returns: end the lease early when the plan would change; when it
-        overruns, find out whether it waits for a cluster that does not answer."""
+    def _seconds(self) -> float:
+        """How long the next lease lasts: the first of a run at most FIRST_LEASE_S, one after an
+        idle lease task.lease.idle.seconds (when longer), else task.lease.seconds."""
+        s = self.flow.settings
+        if not self.leases:
+            return min(FIRST_LEASE_S, s.task_lease_seconds)
+        return s.longest_lease_seconds if self.quiet else s.task_lease_seconds
+
+    def _watch(self, batch_id: int, running: futures.Future[Any], seconds: float) -> bool:
+        """Until the lease's job returns: end the lease early when the plan would change, or when
+        an idle lease finds its flow copying again (task.lease.seconds after); when it overruns,
+        find out whether it waits for a cluster that does not answer. True if it ended early."""
+        activity = self.watcher.activity
+        if seconds > self.flow.settings.task_lease_seconds:
+            activity.listen()
+        try:
+            return self._watch_lease(batch_id, running, seconds, activity)
+        finally:
+            activity.stop()
+
+    def _watch_lease(self, batch_id: int, running: futures.Future[Any], seconds: float, activity: CopyActivity) -> bool:
         ended = False
         overrun = time.monotonic() + seconds + OVERRUN_S
+        copying_by: float | None = None  # an idle lease that finds records copied ends by then
         while not running.done():
             futures.wait([running], timeout=WATCH_EVERY_S)
             if running.done():
-                return
+                break
             if time.monotonic() > overrun:
                 overrun = time.monotonic() + OVERRUN_PROBE_EVERY_S
                 self._probe()
             self.owner.check()  # another run took the flow over: its tasks fail the job too
             if ended:
                 continue
+            if copying_by is None and activity.seen():
+                copying_by = time.monotonic() + self.flow.settings.task_lease_seconds
             reason = "stop requested" if self.stopping.is_set() else self._change()
+            if reason is None and copying_by is not None and time.monotonic() >= copying_by:
+                reason = "records copied again"
             if reason is None:
                 continue
             log.info("flow %s: lease %d ends early: %s", self.flow.name, batch_id, reason)
@@ -199,6 +227,7 @@ class LeaseRunner(BatchRunner):
                 self.plan_ahead()
                 self._preparing = self._prepare.submit(self._prepare_topics)
             ended = True
+        return ended
 
     def _prepared(self) -> None:
         """Until the remote topics being made while the last lease ended are made (or failed)."""

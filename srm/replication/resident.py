@@ -45,6 +45,10 @@ GRACE_S = 30.0
 IDLE_WAIT_S = 0.05  # longest wait for a record when no transaction is open
 OWNERS_POLL_S = 0.1
 SETTLE_POLL_S = 0.5  # how often a copier without an open transaction looks for quiet partitions
+# The same once its reader is quiet (no record for QUIET_AFTER_S): what falls due after the copy
+# stops (plain progress, a last status) fell due within seconds of it, and a look at 1,000
+# partitions costs a millisecond or two.
+QUIET_SETTLE_POLL_S = 5.0
 # The hand-over at a lease's end waits for the copier's commit (milliseconds; a transaction's worth
 # at most, bounded by the writer's timeouts) and looks every TAKE_POLL_S whether the copier is gone.
 TAKE_TIMEOUT_S = 300.0
@@ -163,7 +167,7 @@ class ResidentCopier(threading.Thread):
         now = time.monotonic()
         if now < self._next_settle_poll:
             return False
-        self._next_settle_poll = now + SETTLE_POLL_S
+        self._next_settle_poll = now + (QUIET_SETTLE_POLL_S if self.loop.reader.quiet else SETTLE_POLL_S)
         return self.loop.writer.settle_due(list(self.loop.states.values()))
 
     def _hand_over(self) -> None:

@@ -20,7 +20,9 @@ from srm.service.snapshot import Copied, now_ms
 from srm.service.statuses import StatusTail
 from srm.storage.warehouse import CHECKPOINT_METRICS, DATA_LOSS, METRICS, Warehouse, in_window
 
-LEASE_WINDOW_S = 300.0  # the newest lease metrics of a partition are looked for this far back
+# The newest lease metrics of a partition are looked for this far back, and at least a minute
+# more than the flow's longest lease (task.lease.idle.seconds): an idle partition keeps its figures.
+LEASE_WINDOW_S = 300.0
 CHECKPOINT_WINDOW_S = 600.0  # and the newest checkpoint latencies
 LEASE_COLUMNS = [
     "topic",
@@ -45,6 +47,7 @@ class FlowCopies:
         self._counted: dict[tuple[str, int], tuple[int, int, Copied]] = {}
         self._counted_until = 0  # the newest lease row counted (ms)
         self._tail: StatusTail | None = None
+        self.window_s = max(LEASE_WINDOW_S, flow.settings.longest_lease_seconds + 60.0)
 
     def observe(
         self, warehouse: Warehouse, positions: dict[tuple[str, int], Position] | None, target: Cluster | None
@@ -53,11 +56,11 @@ class FlowCopies:
         one). One scan of the lease rows serves both; the statuses are read unless ``target`` is None
         (it does not answer)."""
         end = now_ms() + 1
-        start = min(self._counted_until or end, end) - int(LEASE_WINDOW_S * 1000)
+        start = min(self._counted_until or end, end) - int(self.window_s * 1000)
         scanned = warehouse.scan(METRICS, in_window(self.flow.name, "finished_at", start, end), LEASE_COLUMNS)
         rows = [] if scanned is None else scanned.to_pylist()
         copied, statuses = self.count(rows, positions, target)
-        leases = newest_leases([*rows, *(s.row() for s in statuses)], end - int(LEASE_WINDOW_S * 1000))
+        leases = newest_leases([*rows, *(s.row() for s in statuses)], end - int(self.window_s * 1000))
         return copied, leases
 
     def count(
@@ -69,7 +72,7 @@ class FlowCopies:
         """Records, bytes and transactions copied per partition since the monitor started (as MM2's
         counts since its task started): the sum of the lease rows it has seen, and of the statuses
         of the leases whose rows have not come yet (read now unless ``target`` is None: it does not
-        answer). ``rows``: the lease rows from LEASE_WINDOW_S before the newest counted (a lease's
+        answer). ``rows``: the lease rows from the lease window before the newest counted (a lease's
         rows are appended when the lease ends); partitions the flow no longer has are dropped.
         Also the statuses counted."""
         counted = self._counted
@@ -125,7 +128,7 @@ class FlowCopies:
             tail.close()
             tail = None
         if tail is None:
-            tail = self._tail = StatusTail(target, self.flow, LEASE_WINDOW_S)
+            tail = self._tail = StatusTail(target, self.flow, self.window_s)
         return tail
 
     def close(self) -> None:

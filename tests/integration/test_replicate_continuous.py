@@ -148,6 +148,44 @@ def test_first_metrics_rows_come_seconds_after_the_start(
         run.stop()
 
 
+def last_lease(plan_log: str) -> int:
+    """The number of the last lease the run planned (its plan log's newest plan)."""
+    plans = Path(plan_log) / "plans"
+    return max((int(p.name) for p in plans.iterdir() if p.name.isdigit()), default=-1) if plans.exists() else -1
+
+
+def test_an_idle_flow_leases_longer_and_ends_that_lease_soon_after_records_come(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """A lease after one that copied nothing lasts task.lease.idle.seconds; records copied during
+    it end it task.lease.seconds later, so their metrics rows come as soon as with short leases."""
+    topic = unique("idle-lease")
+    lease_s = 5
+    flow = {"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": lease_s}
+    env = make_env(kafka, tmp_path, [{**flow, "task.lease.idle.seconds": 600}])
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    plan_log = env.plan_log(env.flow())
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=plan_log)
+    try:
+        # The first lease (5 s) copies nothing: the second is an idle one, and no third starts
+        # where leases of 5 s would have started two or more.
+        wait_for(lambda: last_lease(plan_log) >= 1, 60, "the second lease")
+        idle = last_lease(plan_log)
+        time.sleep(3 * lease_s)
+        assert last_lease(plan_log) == idle, "an idle lease ended before task.lease.idle.seconds"
+        produce(env.west, topic, sequenced(2, 40))
+        wait_for(lambda: target_records(env, topic) == 40, 30, "the records")
+        # Their lease ends task.lease.seconds after the copiers' first status, not 600 s later.
+        took = wait_for(lambda: bool(env.warehouse.read(METRICS, topic=topic)), 4 * lease_s, "the metrics rows")
+        print(f"metrics rows {took:.1f} s after the records were on the target")
+        rows = env.warehouse.read(METRICS, topic=topic)
+        assert sum(r["records"] for r in rows) == 40
+        assert {r["partition"] for r in rows} == {0, 1}
+        assert last_lease(plan_log) > idle
+    finally:
+        run.stop()
+
+
 def latest_progress(env: Env, topic: str) -> dict[int, ProgressRecord]:
     """The latest progress record of each partition of ``topic`` (read from the topic itself)."""
     reader = clients.reader(env.east, "latest-progress")

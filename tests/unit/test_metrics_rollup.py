@@ -19,6 +19,7 @@ from deltalake.exceptions import CommitFailedError
 
 from srm.config import load_config
 from srm.config.model import Flow
+from srm.config.settings import FlowSettings
 from srm.maintenance.compaction import maintain
 from srm.maintenance.metrics_rollup import GRACE_MARGIN_S, roll_up
 from srm.service import metrics
@@ -48,7 +49,7 @@ WINDOWS = [
 
 def settled_at(hour: int) -> int:
     """A time at which every hour before ``hour`` is past the grace period, and ``hour`` is not."""
-    return BASE + hour * H + (30 + GRACE_MARGIN_S) * 1000 + 60_000
+    return BASE + hour * H + (FlowSettings().longest_lease_seconds + GRACE_MARGIN_S) * 1000 + 60_000
 
 
 @pytest.fixture
