@@ -154,6 +154,20 @@ def last_lease(plan_log: str) -> int:
     return max((int(p.name) for p in plans.iterdir() if p.name.isdigit()), default=-1) if plans.exists() else -1
 
 
+def lease_held(plan_log: str, held_s: float, timeout_s: float) -> int:
+    """The first lease after the run's first that stayed the last planned for ``held_s``."""
+    deadline = time.monotonic() + timeout_s
+    current, since = last_lease(plan_log), time.monotonic()
+    while time.monotonic() < deadline:
+        latest = last_lease(plan_log)
+        if latest != current:
+            current, since = latest, time.monotonic()
+        elif current >= 1 and time.monotonic() - since >= held_s:
+            return current
+        time.sleep(0.25)
+    pytest.fail(f"no lease lasted {held_s:.0f} s within {timeout_s:.0f} s (the last: {current})")
+
+
 def test_an_idle_flow_leases_longer_and_ends_that_lease_soon_after_records_come(
     spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
 ) -> None:
@@ -167,12 +181,9 @@ def test_an_idle_flow_leases_longer_and_ends_that_lease_soon_after_records_come(
     plan_log = env.plan_log(env.flow())
     run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=plan_log)
     try:
-        # The first lease (5 s) copies nothing: the second is an idle one, and no third starts
-        # where leases of 5 s would have started two or more.
-        wait_for(lambda: last_lease(plan_log) >= 1, 60, "the second lease")
-        idle = last_lease(plan_log)
-        time.sleep(3 * lease_s)
-        assert last_lease(plan_log) == idle, "an idle lease ended before task.lease.idle.seconds"
+        # Once a lease copied nothing (the first may copy the source's heartbeats), the next is an
+        # idle one: it stays the last lease for three times task.lease.seconds.
+        idle = lease_held(plan_log, 3 * lease_s, 60)
         produce(env.west, topic, sequenced(2, 40))
         wait_for(lambda: target_records(env, topic) == 40, 30, "the records")
         # Their lease ends task.lease.seconds after the copiers' first status, not 600 s later.
