@@ -7,7 +7,8 @@ as soon after records are copied as with ``task.lease.seconds``, so the driver e
 records are copied again. It learns that from the copiers' statuses (:mod:`.status`): a copier writes
 one, inside its transaction, as soon as a partition of its lease has copied a record. The driver reads
 the status topic only while an idle lease runs, from its end: one partition, whose fetch the broker
-holds until a status comes.
+holds until a status comes. Heartbeats do not count: the heartbeats DAG writes one a minute to every
+flow's source, and would otherwise keep an idle flow on short leases.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.kafka import clients
 from srm.kafka.internal_topics import status_topic_name
+from srm.replication.status import LeaseStatus
 
 log = logging.getLogger(__name__)
 # The broker holds a fetch that finds nothing this long; a status ends the wait at once, so this
@@ -30,6 +32,7 @@ class CopyActivity:
 
     def __init__(self, target: Cluster, flow: Flow) -> None:
         self.topic = status_topic_name(flow)
+        self.policy = flow.policy
         self.target = target
         self._consumer: Any = None
         self.listening = False
@@ -44,14 +47,18 @@ class CopyActivity:
         self.listening = True
 
     def seen(self) -> bool:
-        """Has a copier written a status since :meth:`listen`? (Without waiting.)"""
+        """Has a copier written a status of a partition other than a heartbeats topic's since
+        :meth:`listen`? (Without waiting.)"""
         if not self.listening:
             return False
         messages = self._consumer.consume(100, 0)
         for message in messages:
             error = message.error()
             if error is None:
-                return True
+                status = LeaseStatus.parse(message.key(), message.value())
+                if status is not None and not self.policy.is_heartbeats_topic(status.topic):
+                    return True
+                continue
             if not error.name().startswith("_"):  # the topic not there (yet), a broker away: the lease runs on
                 log.debug("statuses of %s on %s not read: %s", self.topic, self.target.alias, error)
         return False

@@ -114,7 +114,7 @@ class LeaseRunner(BatchRunner):
         self._prepare = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-prepare")
         self._preparing: futures.Future[None] | None = None
         self.leases = 0  # started by this run
-        self.quiet = False  # the last lease copied nothing and ran its course: the next is an idle lease
+        self.quiet = False  # the last lease copied nothing (heartbeats aside) and ran its course: the next is idle
         # Called as a lease ends early for a change of plan: the planner takes the next plan's
         # snapshot while the copiers commit (Planner.snapshot_ahead, set by launch.start_replication).
         self.plan_ahead: Callable[[], None] = lambda: None
@@ -150,7 +150,7 @@ class LeaseRunner(BatchRunner):
         running = self._jobs.submit(lambda: self._copy_rdd(batch_id, jobs, run_lease).collect())
         ended = self._watch(batch_id, running, seconds)
         payloads, fault = split_faults(running.result())
-        self.quiet = fault is None and not ended and not any(p["row"]["records"] for p in payloads)
+        self.quiet = fault is None and not ended and not self._copied(payloads)
         self.assignment.observe((p["row"] for p in payloads), time.monotonic() - started)
         if fault is None:
             self.states.copying()
@@ -177,6 +177,11 @@ class LeaseRunner(BatchRunner):
                     str(exc), self.flow.settings.errors_retry_timeout_ms, lambda: f"flow {self.flow.name}: next lease"
                 )
                 time.sleep(UNREACHABLE_RETRY_S)
+
+    def _copied(self, payloads: list[dict[str, Any]]) -> bool:
+        """Did the lease copy records of a topic other than a heartbeats topic (see :mod:`.activity`)?"""
+        is_heartbeats = self.flow.policy.is_heartbeats_topic
+        return any(p["row"]["records"] and not is_heartbeats(p["row"]["topic"]) for p in payloads)
 
     def _seconds(self) -> float:
         """How long the next lease lasts: the first of a run at most FIRST_LEASE_S, one after an

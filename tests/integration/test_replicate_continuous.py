@@ -15,6 +15,7 @@ from srm.kafka import clients
 from srm.kafka.internal_topics import progress_topic_name
 from srm.kafka.partitions import read_to_end
 from srm.kafka.topics import create_partitions, ensure_topic, partition_counts
+from srm.maintenance import heartbeats
 from srm.mm2.records import ProgressRecord
 from srm.replication.journal import PROGRESS_EVERY_S
 from srm.replication.launch import start_replication
@@ -178,12 +179,18 @@ def test_an_idle_flow_leases_longer_and_ends_that_lease_soon_after_records_come(
     flow = {"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": lease_s}
     env = make_env(kafka, tmp_path, [{**flow, "task.lease.idle.seconds": 600}])
     ensure_topic(clients.admin_client(env.west), topic, 2)
+    heartbeats.emit(env.config, env.flow(), 0)  # its topic on west exists from the start
     plan_log = env.plan_log(env.flow())
     run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=plan_log)
     try:
         # Once a lease copied nothing (the first may copy the source's heartbeats), the next is an
         # idle one: it stays the last lease for three times task.lease.seconds.
         idle = lease_held(plan_log, 3 * lease_s, 60)
+        # A heartbeat copied meanwhile leaves it running (the heartbeats DAG writes one a minute).
+        before = target_records(env, "heartbeats")
+        assert heartbeats.emit(env.config, env.flow(), 0) == 2  # the flow's pair, and the reverse one on west
+        wait_for(lambda: target_records(env, "heartbeats") > before, 30, "the heartbeat on the target")
+        assert lease_held(plan_log, 2 * lease_s, 30) == idle, "a heartbeat ended the idle lease"
         produce(env.west, topic, sequenced(2, 40))
         wait_for(lambda: target_records(env, topic) == 40, 30, "the records")
         # Their lease ends task.lease.seconds after the copiers' first status, not 600 s later.
