@@ -10,6 +10,7 @@ when running under Airflow, so a task log never shows them.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -140,13 +141,31 @@ def admin_client(cluster: Cluster, **overrides: Any) -> Any:
     return admin
 
 
+def list_metadata(client: Any, topic: str | None = None, timeout_s: float = 30.0) -> Any:
+    """``client.list_topics(topic)`` with Python's cyclic garbage collector paused while
+    confluent-kafka builds the answer: about five objects per topic, none in a cycle (reference
+    counting frees them), whose allocation otherwise sets off collections that traverse them while
+    they are built. A listing of 2,002 topics: 12.1 ms of CPU against 15.5 (bench notes, "Idle").
+    A collection another thread would have started meanwhile comes at its next allocation."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        if topic is None:
+            return client.list_topics(timeout=timeout_s)
+        return client.list_topics(topic, timeout=timeout_s)
+    finally:
+        if paused:
+            gc.enable()
+
+
 def check_reachable(cluster: Cluster, timeout_s: float = 15.0) -> None:
     """Raise ClusterUnreachableError unless the cluster returns metadata within ``timeout_s``."""
     from confluent_kafka import KafkaException
 
     admin = admin_client(cluster)
     try:
-        admin.list_topics(timeout=timeout_s)
+        list_metadata(admin, timeout_s=timeout_s)
     except KafkaException as exc:
         detail = exc.args[0].str() if exc.args else str(exc)
         raise ClusterUnreachableError(

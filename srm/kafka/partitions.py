@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
+from srm.kafka.clients import list_metadata
 from srm.kafka.retry import TOPIC_GONE, acl_hint, is_retriable, needs
 from srm.kafka.topics import ADMIN_TIMEOUT_S, admin_request, named, on_cluster, partition_counts
 
@@ -137,7 +138,7 @@ def await_served(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: f
                 cluster=admin.srm_alias,
             )
         with contextlib.suppress(KafkaException):  # the next attempt says what is wrong
-            admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+            list_metadata(admin, timeout_s=ADMIN_TIMEOUT_S)
         time.sleep(SERVED_POLL_S)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from srm.errors import ClusterUnreachableError, SrmError
+from srm.kafka.clients import list_metadata
 from srm.kafka.retry import TOPIC_GONE, needs, retrying
 from srm.mm2.topic_configs import ConfigValue
 
@@ -80,7 +81,7 @@ def admin_request(
         lambda: _resolve(request(), skipped),
         on_cluster(admin, what),
         needed=needed,
-        refresh=lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
+        refresh=lambda: list_metadata(admin, timeout_s=ADMIN_TIMEOUT_S),
         cluster=admin.srm_alias,
     )
 
@@ -162,7 +163,7 @@ def ensure_topics(admin: Any, topics: Sequence[NewTopicSpec]) -> set[str]:
 def cluster_metadata(admin: Any) -> Any:
     """The cluster's metadata (``.topics``: name -> partitions; ``.brokers``), in one request."""
     return retrying(
-        lambda: admin.list_topics(timeout=ADMIN_TIMEOUT_S),
+        lambda: list_metadata(admin, timeout_s=ADMIN_TIMEOUT_S),
         on_cluster(admin, "cannot list topics"),
         cluster=admin.srm_alias,
     )

@@ -64,6 +64,9 @@ class PlanWatcher:
         self.selector = self._selector()
         self.expected: dict[str, int] = {}  # topic -> partitions of the running lease
         self.grown: dict[str, int] = {}  # topic -> partitions, of those with new partitions at the last change()
+        # The source's last listing, the selector that judged it and what it admitted: a listing
+        # like the last one (the common case, every second) is not judged again topic by topic.
+        self._listed: tuple[dict[str, int], TopicSelector, dict[str, int]] = ({}, self.selector, {})
 
     def expect(self, flow: Flow, partitions: set[tuple[str, int]]) -> None:
         self.flow = flow
@@ -78,7 +81,10 @@ class PlanWatcher:
         if self.control.poll():
             self.selector = self._selector()
         counts = partition_counts(self.source_admin, include_internal=True)
-        replicated = {t: n for t, n in counts.items() if self.selector.replicates(t)}
+        listed, selector, replicated = self._listed
+        if counts != listed or selector is not self.selector:
+            replicated = {t: n for t, n in counts.items() if self.selector.replicates(t)}
+            self._listed = (counts, self.selector, replicated)
         if replicated != self.expected:
             self.grown = {t: n for t, n in replicated.items() if n > self.expected.get(t, 0)}
             now = {(t, p) for t, n in replicated.items() for p in range(n)}

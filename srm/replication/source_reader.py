@@ -228,7 +228,7 @@ class SourceReader:
                 return
             learned: dict[str, int] = {}
             try:
-                metadata = consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+                metadata = clients.list_metadata(consumer, timeout_s=METADATA_TIMEOUT_S)
                 learned = {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
             except KafkaException as exc:  # assign() asks for what is missing
                 log.debug("metadata of %s for a spare consumer failed: %s", self.job.source.alias, exc)
@@ -271,7 +271,7 @@ class SourceReader:
             return
         try:
             if len(topics) > METADATA_PER_TOPIC:
-                self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+                clients.list_metadata(self.consumer, timeout_s=METADATA_TIMEOUT_S)
             else:
                 for topic in topics:
                     self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)

@@ -3,6 +3,7 @@ trip per topic, and a failure still names its topic and the ACL it needs."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Collection
 from concurrent.futures import Future
 from types import SimpleNamespace
@@ -12,7 +13,8 @@ import pytest
 from confluent_kafka import KafkaError
 
 from srm.errors import SrmError
-from srm.kafka.topics import BATCH, NewTopicSpec, describe_configs_of, ensure_topics
+from srm.kafka.clients import list_metadata
+from srm.kafka.topics import BATCH, NewTopicSpec, describe_configs_of, ensure_topics, partition_counts
 from tests.unit.kafka_futures import done
 
 
@@ -79,3 +81,30 @@ def test_the_configs_of_many_topics_are_read_in_a_request_per_batch() -> None:
     assert [len(r) for r in admin.requests] == [BATCH, 1]
     assert set(configs) == set(names)
     assert [(c.name, c.value, c.source) for c in configs["t3"]] == [("retention.ms", "60000", "DYNAMIC_TOPIC_CONFIG")]
+
+
+class ListingClient:
+    """A client whose listing notes whether Python's cyclic collector ran meanwhile."""
+
+    srm_alias = "west"
+
+    def __init__(self) -> None:
+        self.collector_on: list[bool] = []
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        self.collector_on.append(gc.isenabled())
+        return SimpleNamespace(topics={f"t{i}": SimpleNamespace(partitions={0: None}) for i in range(3)})
+
+
+def test_a_listing_of_every_topic_is_built_with_the_collector_paused_and_it_runs_again_after() -> None:
+    client = ListingClient()
+    assert gc.isenabled()
+    assert partition_counts(client) == {"t0": 1, "t1": 1, "t2": 1}
+    assert client.collector_on == [False]
+    assert gc.isenabled()
+    gc.disable()  # paused by someone else: left so
+    try:
+        list_metadata(client)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
