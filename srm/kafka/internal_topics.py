@@ -87,8 +87,10 @@ def mm2_offset_syncs_topic(flow: Flow) -> InternalTopic:
 # A checkpoint pass writes every checkpoint that moved (200 groups on 64 partitions: 12,800 records a
 # minute) and reads the whole topic first (monotonicity across restarts). With Kafka's defaults the
 # active segment is compacted only after 7 days or 1 GiB, so that read grew with every pass; a
-# segment rolled every 10 minutes keeps it to the latest checkpoints plus 10 minutes of passes.
-CHECKPOINTS_SEGMENT_MS = 10 * 60 * 1000
+# segment rolled every minute (the passes' default interval) keeps it to the latest checkpoints
+# plus a pass or two: with 10 minutes it went up and down by ten passes' records, and so did the
+# passes' time. The cleaner's work is the same records once more a minute.
+CHECKPOINTS_SEGMENT_MS = 60 * 1000
 
 
 def checkpoints_topic(flow: Flow, about: str, on: str) -> InternalTopic:

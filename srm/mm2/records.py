@@ -17,6 +17,10 @@ from srm.errors import RecordFormatError
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
+_INT64_INT32 = struct.Struct(">qi")
+_RUN = struct.Struct(">qqi")  # OffsetRunsRecord: upstream first, downstream first, length
+_TWO_INT16 = struct.Struct(">hh")
+_INT64_INT64_INT16 = struct.Struct(">qqh")
 _MAX_STRING = 32767
 VERSION = 0
 
@@ -68,33 +72,33 @@ class _Reader:
         self._pos = 0
         self._what = what
 
-    def _take(self, n: int, field: str) -> bytes:
-        end = self._pos + n
-        if end > len(self._data):
+    def _need(self, n: int, field: str) -> int:
+        """The position of ``field``'s ``n`` bytes, which the reader moves past."""
+        at = self._pos
+        if at + n > len(self._data):
             raise ValueError(
-                f"{self._what} too short: field {field} needs {n} bytes at byte {self._pos}, "
-                f"only {len(self._data) - self._pos} left (total {len(self._data)} bytes)"
+                f"{self._what} too short: field {field} needs {n} bytes at byte {at}, "
+                f"only {len(self._data) - at} left (total {len(self._data)} bytes)"
             )
-        chunk = self._data[self._pos : end]
-        self._pos = end
-        return chunk
+        self._pos = at + n
+        return at
 
     def int16(self, field: str) -> int:
-        return int(_INT16.unpack(self._take(2, field))[0])
+        return int(_INT16.unpack_from(self._data, self._need(2, field))[0])
 
     def int32(self, field: str) -> int:
-        return int(_INT32.unpack(self._take(4, field))[0])
+        return int(_INT32.unpack_from(self._data, self._need(4, field))[0])
 
     def int64(self, field: str) -> int:
-        return int(_INT64.unpack(self._take(8, field))[0])
+        return int(_INT64.unpack_from(self._data, self._need(8, field))[0])
 
     def string(self, field: str) -> str:
         length = self.int16(field + " length")
         if length < 0:
             raise ValueError(f"{self._what}: field {field} is a null string (length {length})")
-        raw = self._take(length, field)
+        at = self._need(length, field)
         try:
-            return raw.decode("utf-8")
+            return self._data[at : self._pos].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValueError(f"{self._what}: field {field} is not valid UTF-8") from exc
 
@@ -129,8 +133,27 @@ class _Record:
         raise NotImplementedError
 
     @classmethod
+    def _unpack(cls, key: bytes, value: bytes) -> Self | None:
+        """A well-formed record decoded in one go (fast paths of the records read in bulk), None
+        when the type has none or the bytes do not fit: the field-by-field reader then names
+        what is wrong. struct.error or ValueError (a UnicodeDecodeError) mean the same."""
+        return None
+
+    @classmethod
+    def _fast(cls, key: bytes | None, value: bytes | None) -> Self | None:
+        if key is None or value is None:
+            return None
+        try:
+            return cls._unpack(key, value)
+        except (struct.error, ValueError):
+            return None
+
+    @classmethod
     def decode(cls, key: bytes | None, value: bytes | None, where: RecordLocation | None = None) -> Self:
         """Decode one record; raise RecordFormatError naming the topic/partition/offset if known."""
+        fast = cls._fast(key, value)
+        if fast is not None:
+            return fast
         try:
             return cls._parse(_Reader(key, f"{cls.KIND} key"), _Reader(value, f"{cls.KIND} value"))
         except (ValueError, struct.error) as exc:
@@ -139,8 +162,12 @@ class _Record:
 
     @classmethod
     def from_message(cls, message: KafkaMessage) -> Self:
+        key, value = message.key(), message.value()
+        fast = cls._fast(key, value)
+        if fast is not None:
+            return fast
         where = RecordLocation(message.topic() or "?", message.partition() or 0, message.offset() or 0)
-        return cls.decode(message.key(), message.value(), where)
+        return cls.decode(key, value, where)
 
     def key(self) -> bytes:
         raise NotImplementedError
@@ -204,6 +231,17 @@ class Checkpoint(_Record):
         value.version()
         upstream, downstream = value.int64("upstreamOffset"), value.int64("offset")
         return cls(group, topic, partition, upstream, downstream, value.string("metadata"))
+
+    @classmethod
+    def _unpack(cls, key: bytes, value: bytes) -> Self | None:
+        (g,) = _INT16.unpack_from(key, 0)
+        (t,) = _INT16.unpack_from(key, 2 + g)
+        (partition,) = _INT32.unpack_from(key, 4 + g + t)  # raises when either string is cut short
+        version, upstream, downstream, m = _INT16.unpack_from(value, 0) + _INT64_INT64_INT16.unpack_from(value, 2)
+        if g < 0 or t < 0 or m < 0 or version != VERSION or len(value) < 20 + m:
+            return None
+        group, topic = key[2 : 2 + g].decode(), key[4 + g : 4 + g + t].decode()
+        return cls(group, topic, partition, upstream, downstream, value[20 : 20 + m].decode())
 
 
 class _PartitionKeyed(_Record):
@@ -303,6 +341,19 @@ class OffsetRunsRecord(_PartitionKeyed):
             (value.int64("sourceFirst"), value.int64("targetFirst"), value.int32("length")) for _ in range(count)
         )
         return cls(topic, partition, topic_id, next_offset, runs)
+
+    @classmethod
+    def _unpack(cls, key: bytes, value: bytes) -> Self | None:
+        (t,) = _INT16.unpack_from(key, 0)
+        (partition,) = _INT32.unpack_from(key, 2 + t)
+        version, i = _TWO_INT16.unpack_from(value, 0)
+        next_offset, count = _INT64_INT32.unpack_from(value, 4 + i)
+        first = 16 + i
+        end = first + _RUN.size * count
+        if t < 0 or i < 0 or count < 0 or version != VERSION or len(value) < end:
+            return None
+        runs = tuple(_RUN.iter_unpack(value[first:end]))
+        return cls(key[2 : 2 + t].decode(), partition, value[4 : 4 + i].decode(), next_offset, runs)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import re
+import struct
+from typing import Any
+
 import pytest
 
 from srm.errors import RecordFormatError
-from srm.mm2.records import RUNS_PER_RECORD, Checkpoint, Heartbeat, OffsetRunsRecord, OffsetSync, RecordLocation
+from srm.mm2.records import (
+    RUNS_PER_RECORD,
+    Checkpoint,
+    Heartbeat,
+    OffsetRunsRecord,
+    OffsetSync,
+    RecordLocation,
+    _Reader,
+)
 
 
 def hx(text: str) -> bytes:
@@ -102,3 +114,38 @@ def test_a_transaction_with_many_runs_is_written_as_several_records_under_a_mega
     # nothing copied: the progress alone, in one record without runs
     (alone,) = OffsetRunsRecord.batches("orders", 3, "id", 7, ())
     assert alone.runs == () and alone.next_offset == 7
+
+
+def _checked(record_type: type[Any], key: bytes, value: bytes) -> Any:
+    """What the field-by-field reader makes of the bytes (the record, or the error's message)."""
+    try:
+        return record_type._parse(_Reader(key, f"{record_type.KIND} key"), _Reader(value, f"{record_type.KIND} value"))
+    except (ValueError, struct.error) as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        Checkpoint("group-1", "src.topic-ä", 3, 2**40, 7, "meta"),
+        Checkpoint("g", "t", 0, 0, 0, ""),
+        OffsetRunsRecord("topic-ä", 5, "id-1", 99, ((1, 2, 3), (4, 6, 5))),
+        OffsetRunsRecord("t", 0, "", 7, ()),
+    ],
+)
+def test_the_records_read_in_bulk_decode_in_one_go_as_the_checked_reader_does(record: Any) -> None:
+    """Checkpoints and history records have a fast decode; every cut, a wrong version, a negative
+    length or broken UTF-8 gives what the field-by-field reader gives: the record, or its error."""
+    kind = type(record)
+    key, value = record.key(), record.value()
+    assert kind._unpack(key, value) == record == kind.decode(key, value)
+    assert kind.decode(key, value + b"\x00\x01") == record  # trailing bytes are ignored
+    variants = [(key[:n], value) for n in range(len(key))] + [(key, value[:n]) for n in range(len(value))]
+    variants += [(key, b"\x00\x01" + value[2:]), (b"\xff\xff" + key[2:], value), (key[:2] + b"\xff" + key[3:], value)]
+    for k, v in variants:
+        expected = _checked(kind, k, v)
+        if isinstance(expected, str):
+            with pytest.raises(RecordFormatError, match=re.escape(expected)):
+                kind.decode(k, v)
+        else:
+            assert kind.decode(k, v) == expected
