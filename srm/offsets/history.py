@@ -31,10 +31,11 @@ Key = tuple[str, int]
 COLUMNS = ["topic", "partition", "topic_id", "source_first", "target_first", "length", "next_offset", "history_offset"]
 RUN_COLUMNS = ["topic", "partition", "source_first", "target_first", "length"]
 # How far below the lowest offset to translate a windowed read starts. A continuous copy's runs are
-# a transaction's records of one partition (a few to thousands), so the run holding the offset
-# starts inside the window; a partition where it does not (a run of an available-now chunk longer
-# than this, or a group ahead of the copy) is read again whole.
-LOOKBACK = 10_000
+# a transaction's records of one partition (a few at a steady load, thousands in an available-now
+# chunk), so the run holding the offset mostly starts inside the first window; a partition where it
+# does not is read again from the next, deeper one, and then whole. Each window costs its rows: at
+# 5,000 records/s over 64 partitions (4 records a run) 10,000 offsets were 2,500 runs a partition.
+LOOKBACKS = (1_000, 10_000)
 # Partitions per filter of one scan: the filter is an OR of one term per partition.
 PARTITIONS_PER_SCAN = 2_000
 
@@ -138,14 +139,25 @@ def load_history(config: SrmConfig, flow: Flow, wanted: Wanted | None = None) ->
 def read_history(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any) -> FlowHistory:
     """What ``wanted`` needs of ``flow``'s history in ``warehouse`` and ``tail`` (Arrow rows not
     ingested yet)."""
-    history = build_history(flow, _concat([scan(warehouse, flow, wanted), _select(tail, wanted)]))
-    again = [] if wanted.every else _uncovered(history, wanted)
-    if again:  # the window missed the run holding the offset: those partitions whole
-        whole = Wanted.whole(again)
+    lookback = LOOKBACKS[0]
+    history = build_history(flow, _window(warehouse, flow, wanted, tail, lookback))
+    for deeper in (*LOOKBACKS[1:], None):
+        again = [] if wanted.every else _uncovered(history, wanted, lookback)
+        if not again:
+            break
+        # the window missed the run holding the offset: those partitions from deeper, at last whole
+        retry = Wanted.whole(again) if deeper is None else Wanted({k: wanted.partitions[k] for k in again})
         rest = history.runs.filter(_not_in(again))
-        rows = _concat([scan(warehouse, flow, whole), _select(tail, whole)])
-        history = _merge(flow, history, rest, build_history(flow, rows), again)
+        reread = build_history(flow, _window(warehouse, flow, retry, tail, deeper or 0))
+        history = _merge(flow, history, rest, reread, again)
+        lookback = deeper or 0
     return history
+
+
+def _window(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any, lookback: int) -> Any:
+    """The rows ``wanted`` names, from ``lookback`` below each lowest offset, of the warehouse and
+    the topic's ``tail``."""
+    return _concat([scan(warehouse, flow, wanted, lookback), _select(tail, wanted, lookback)])
 
 
 def topic_tail(config: SrmConfig, flow: Flow) -> Any:
@@ -175,8 +187,9 @@ def history_topics(config: SrmConfig, flow: Flow, topics: Iterable[str]) -> set[
 
 
 # --- reading ----------------------------------------------------------------------------------
-def scan(warehouse: Warehouse, flow: str, wanted: Wanted) -> Any:
-    """The warehouse rows of ``flow`` that ``wanted`` names, filters pushed into the scan."""
+def scan(warehouse: Warehouse, flow: str, wanted: Wanted, lookback: int = LOOKBACKS[-1]) -> Any:
+    """The warehouse rows of ``flow`` that ``wanted`` names (from ``lookback`` below each lowest
+    offset), filters pushed into the scan."""
     import pyarrow.compute as pc
 
     base = pc.field("flow") == flow
@@ -186,12 +199,12 @@ def scan(warehouse: Warehouse, flow: str, wanted: Wanted) -> Any:
     parts = [_or_empty(None)]
     for start in range(0, len(items), PARTITIONS_PER_SCAN):
         chunk = items[start : start + PARTITIONS_PER_SCAN]
-        found = warehouse.scan(SYNC_HISTORY, base, COLUMNS, groups=_partitions_filter(chunk))
-        parts.append(_keep(_or_empty(found), chunk))
+        found = warehouse.scan(SYNC_HISTORY, base, COLUMNS, groups=_partitions_filter(chunk, lookback))
+        parts.append(_keep(_or_empty(found), chunk, lookback))
     return _concat(parts)
 
 
-def _keep(rows: Any, items: list[tuple[Key, int | None]]) -> Any:
+def _keep(rows: Any, items: list[tuple[Key, int | None]], lookback: int) -> Any:
     """The ``rows`` of the partitions ``items`` names, from each one's window on: a join with them
     (the OR of a term per partition, evaluated on every row, cost several times as much)."""
     import pyarrow as pa
@@ -203,32 +216,32 @@ def _keep(rows: Any, items: list[tuple[Key, int | None]]) -> Any:
         {
             "topic": pa.array([t for (t, _), _ in items], rows.schema.field("topic").type),
             "partition": pa.array([p for (_, p), _ in items], rows.schema.field("partition").type),
-            "_from": pa.array([None if low is None else low - LOOKBACK for _, low in items], pa.int64()),
+            "_from": pa.array([None if low is None else low - lookback for _, low in items], pa.int64()),
         }
     )
     joined = rows.join(lows, ["topic", "partition"], join_type="inner", use_threads=False)
     return joined.filter(pc.field("_from").is_null() | (pc.field("source_first") >= pc.field("_from"))).select(COLUMNS)
 
 
-def _partitions_filter(items: list[tuple[Key, int | None]]) -> Any:
+def _partitions_filter(items: list[tuple[Key, int | None]], lookback: int) -> Any:
     import pyarrow.compute as pc
 
     where = None
     for (topic, partition), low in items:
         term = (pc.field("topic") == topic) & (pc.field("partition") == partition)
         if low is not None:
-            term = term & (pc.field("source_first") >= low - LOOKBACK)
+            term = term & (pc.field("source_first") >= low - lookback)
         where = term if where is None else where | term
     return where
 
 
-def _select(rows: Any, wanted: Wanted) -> Any:
+def _select(rows: Any, wanted: Wanted, lookback: int) -> Any:
     """``rows`` filtered as ``scan`` filters the warehouse (for the topic's tail, in memory)."""
     if wanted.every or rows.num_rows == 0:
         return rows
     if not wanted.partitions:
         return rows.slice(0, 0)
-    return _keep(rows, sorted(wanted.partitions.items()))
+    return _keep(rows, sorted(wanted.partitions.items()), lookback)
 
 
 def _or_empty(table: Any) -> Any:
@@ -247,7 +260,7 @@ def _concat(tables: list[Any]) -> Any:
 
 def _not_in(keys: list[Key]) -> Any:
     """The filter of rows of none of ``keys``."""
-    return ~_partitions_filter([(key, None) for key in keys])
+    return ~_partitions_filter([(key, None) for key in keys], 0)
 
 
 # --- building ---------------------------------------------------------------------------------
@@ -303,7 +316,7 @@ def _spans(runs: Any) -> dict[Key, tuple[int, int]]:
     return spans
 
 
-def _uncovered(history: FlowHistory, wanted: Wanted) -> list[Key]:
+def _uncovered(history: FlowHistory, wanted: Wanted, lookback: int) -> list[Key]:
     """Partitions read from an offset whose result may miss what translating it needs: no run of
     the current incarnation at or below the offset (it may start below the window), or nothing
     read at all (the partition's rows may all lie below the window)."""
@@ -311,7 +324,7 @@ def _uncovered(history: FlowHistory, wanted: Wanted) -> list[Key]:
 
     out = []
     for key, low in sorted(wanted.partitions.items()):
-        if low is None or low <= LOOKBACK:
+        if low is None or low <= lookback:
             continue  # read whole already: the window starts at or below 0
         first, count = history.spans.get(key, (0, 0))
         if count == 0 or pc.min(history.runs["source_first"].slice(first, count)).as_py() > low:

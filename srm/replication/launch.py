@@ -34,19 +34,22 @@ def start_replication(
     """Claim ``flow`` and start its run loop: ``available-now`` drains what is there and
     stops; ``continuous`` runs lease after lease until stopped. ``plan_log``: where its plan log is
     (default: storage.plan_logs/<source>_to_<target>)."""
-    from srm.kafka import clients
-    from srm.kafka.internal_topics import ensure_internal_topic, flow_internal_topics
-    from srm.kafka.topics import broker_count
-    from srm.replication.batch import BatchRunner
-    from srm.replication.lease import LeaseRunner
-    from srm.replication.ownership import FlowOwner
-    from srm.replication.plan_log import PlanLog
-    from srm.replication.planner import Planner
-    from srm.replication.run_loop import RunLoop
     from srm.replication.slot_daemons import Warmup
 
+    # The slots' workers first: their start is the longest step before the first batch (the
+    # imports below take a few hundred milliseconds of it otherwise).
     warmup = Warmup(spark, flow.name, min(flow.settings.tasks_max, spark.sparkContext.defaultParallelism))
     try:
+        from srm.kafka import clients
+        from srm.kafka.internal_topics import ensure_internal_topic, flow_internal_topics
+        from srm.kafka.topics import broker_count
+        from srm.replication.batch import BatchRunner
+        from srm.replication.lease import LeaseRunner
+        from srm.replication.ownership import FlowOwner
+        from srm.replication.plan_log import PlanLog
+        from srm.replication.planner import Planner
+        from srm.replication.run_loop import RunLoop
+
         for alias in (flow.source, flow.target):
             clients.check_reachable(config.cluster(alias))
         for topic in flow_internal_topics(flow):

@@ -57,7 +57,7 @@ def test_a_lookup_reads_its_partitions_from_a_little_below_its_offset(tmp_path: 
     warehouse = Warehouse(tmp_path)
     append(warehouse, transactions("orders", 0, 2_000, 10) + transactions("orders", 1, 2_000, 10), 1)
     append(warehouse, [row("other", 0, (0, 0, 5), 1, flow="east->west")], 2)
-    monkeypatch.setattr(history_module, "LOOKBACK", 100)
+    monkeypatch.setattr(history_module, "LOOKBACKS", (100,))
     history = read_history(warehouse, FLOW, Wanted({("orders", 0): 15_000}), empty_tail())
     assert history.partitions == [("orders", 0)]
     # the runs from a little below 15,000 on: ten of 10 records below it, the 500 from it
@@ -76,10 +76,27 @@ def test_a_window_that_misses_the_run_holding_the_offset_reads_the_partition_who
         row("orders", 0, (1_000 + 10 * i, 1_001 + 11 * i, 10), 1 + i) for i in range(50)
     ]
     append(warehouse, rows, 1)
-    monkeypatch.setattr(history_module, "LOOKBACK", 100)
+    monkeypatch.setattr(history_module, "LOOKBACKS", (100, 200))
     history = read_history(warehouse, FLOW, Wanted({("orders", 0): 900}), empty_tail())
     assert to_target(history.get("orders", 0), 900) == 900
     assert history.runs.num_rows == 51
+
+
+def test_a_window_that_misses_the_run_holding_the_offset_tries_a_deeper_one_before_the_whole_partition(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    warehouse = Warehouse(tmp_path)
+    # runs of 10 records up to 4,000, one of 500 (a long transaction), then runs of 10 again
+    small = [(10 * i, 11 * i, 10) for i in range(400)]
+    runs = [*small, (4_000, 4_400, 500)] + [(4_500 + 10 * i, 4_901 + 11 * i, 10) for i in range(100)]
+    append(warehouse, [row("orders", 0, run, i) for i, run in enumerate(runs)], 1)
+    monkeypatch.setattr(history_module, "LOOKBACKS", (100, 1_000))
+    history = read_history(warehouse, FLOW, Wanted({("orders", 0): 4_450}), empty_tail())
+    # the first window (from 4,350) holds none of the long run; the second (from 3,450) does
+    assert history.runs.num_rows == len([r for r in runs if r[0] >= 3_450])
+    assert to_target(history.get("orders", 0), 4_450) == 4_400 + 450
+    assert to_target(history.get("orders", 0), 5_000) == 4_901 + 11 * 50
+    assert history.progress[("orders", 0)] == 5_500
 
 
 def test_only_the_current_incarnation_counts_and_the_tail_is_read_too(tmp_path: Path) -> None:
@@ -199,13 +216,14 @@ def test_a_lookup_decodes_the_row_groups_of_its_window_not_the_partitions_whole_
 
     warehouse = Warehouse(tmp_path)
     append(warehouse, transactions("orders", 0, 40_000, 10) + transactions("orders", 1, 40_000, 10), 1)
-    wanted = [(("orders", 0), 390_000)]  # the last 1,000 runs of 40,000, and LOOKBACK's 1,000 below them
+    wanted = [(("orders", 0), 390_000)]  # the last 1,000 runs of 40,000, and the first window's 100 below them
+    lookback = history_module.LOOKBACKS[0]
     decoded = warehouse.scan(
-        SYNC_HISTORY, pc.field("flow") == FLOW, COLUMNS, groups=history_module._partitions_filter(wanted)
+        SYNC_HISTORY, pc.field("flow") == FLOW, COLUMNS, groups=history_module._partitions_filter(wanted, lookback)
     )
     assert decoded.num_rows <= 16_384  # two row groups of 8 Ki rows of the 80,000, 40,000 of them this partition's
     history = read_history(warehouse, FLOW, Wanted(dict(wanted)), empty_tail())
-    assert history.runs.num_rows == 2_000
+    assert history.runs.num_rows == 1_000 + lookback // 10
     assert to_target(history.get("orders", 0), 395_005) == 39_500 * 11 + 5
 
 
