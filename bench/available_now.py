@@ -99,26 +99,34 @@ def run(
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source_cluster), topic, partitions)
     fill_s = fill(source_cluster.bootstrap_servers or "", topic, records, size)
-    with tempfile.TemporaryDirectory() as tmp:
-        path, source, target = flow_config(base, Path(tmp), topic, exactly_once, tasks)
-        command = spark_submit_command(
-            "replicate.py",
-            ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)],
-            master,
-            conf=spark_conf,
-            files=() if master is None else (str(path),),
-        )
-        started = time.monotonic()
-        watch = TargetWatch(config.cluster(flow.target), {f"{source}.{topic}": partitions}, records)
-        process = subprocess.Popen(
-            command, env=submit_environment(master), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        usage = Usage(process)
-        output, _ = process.communicate()
-        wall = time.monotonic() - started
-        used = usage.finish()
-        time.sleep(2 * POLL_S)  # the watch's last poll
-        watch.stop()
+    remote = None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path, source, target = flow_config(base, Path(tmp), topic, exactly_once, tasks)
+            remote = f"{source}.{topic}"
+            command = spark_submit_command(
+                "replicate.py",
+                ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)],
+                master,
+                conf=spark_conf,
+                files=() if master is None else (str(path),),
+            )
+            started = time.monotonic()
+            watch = TargetWatch(config.cluster(flow.target), {f"{source}.{topic}": partitions}, records)
+            process = subprocess.Popen(
+                command, env=submit_environment(master), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+            usage = Usage(process)
+            output, _ = process.communicate()
+            wall = time.monotonic() - started
+            used = usage.finish()
+            time.sleep(2 * POLL_S)  # the watch's last poll
+            watch.stop()
+    finally:  # a run's topics hold records x size on each cluster: the disk fills without this
+        from bench.latency import delete_topics  # it imports this module
+
+        delete_topics(source_cluster, [topic])
+        delete_topics(config.cluster(flow.target), [remote] if remote else [])
     if process.returncode != 0:
         raise SystemExit(f"replication failed:\n{output[-3000:]}")
     # spark-submit merges the Python driver's stderr into the JVM's stdout.
@@ -147,14 +155,19 @@ def run(
     }
 
 
-def workload_parser(doc: str, *, records: int = 1_000_000, size: int = 1024) -> argparse.ArgumentParser:
+def workload_parser(
+    doc: str, *, records: int = 1_000_000, size: int = 1024, partitions: list[int] | None = None
+) -> argparse.ArgumentParser:
     """The options every one-topic benchmark takes: the config and the topic's records, their
-    size and its partitions."""
+    size and its partitions (8; with ``partitions``, comma-separated counts, those by default)."""
     parser = argparse.ArgumentParser(description=doc.split("\n", maxsplit=1)[0])
     parser.add_argument("--config", default="conf/srm.yaml")
     parser.add_argument("--records", type=int, default=records)
     parser.add_argument("--size", type=int, default=size)
-    parser.add_argument("--partitions", type=int, default=8)
+    if partitions is None:
+        parser.add_argument("--partitions", type=int, default=8)
+    else:
+        parser.add_argument("--partitions", type=lambda text: [int(p) for p in text.split(",")], default=partitions)
     return parser
 
 

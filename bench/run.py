@@ -65,7 +65,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
         "checkpoints": {"groups": 1000, "partitions": 10_000, "topics": 100, "per_group": 100, "records": 100},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
-        "cluster": {"records": 1_000_000, "size": 1024, "partitions": 64, "tasks": 4, "workers": [1, 2]},
+        "cluster": {"records": 4_000_000, "size": 1024, "partitions": [64, 512], "tasks": 4, "workers": [1, 2]},
         "rest": {"topics": 100, "days": 30, "requests": 50},
         "monitoring": {"partitions": 10_000, "topics": 100, "records": 10, "requests": 50},
     },
@@ -85,7 +85,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
         "checkpoints": {"groups": 20, "partitions": 40, "topics": 2, "per_group": 10, "records": 10},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
-        "cluster": {"records": 20_000, "size": 100, "partitions": 4, "tasks": 2, "workers": [2]},
+        "cluster": {"records": 20_000, "size": 100, "partitions": [4], "tasks": 2, "workers": [2]},
         "rest": {"topics": 5, "days": 2, "requests": 5},
         "monitoring": {"partitions": 40, "topics": 2, "records": 10, "requests": 10},
     },
@@ -171,10 +171,13 @@ def findings(results: dict[str, Any]) -> list[str]:
             f"on {cp['partitions']:,} partitions) in {cp['pass_seconds']} s, peak memory of its job "
             f"{cp['job_peak_pss_mb']:,} MB (PSS)."
         )
-    for row in results["cluster"]["rows"][1:]:
+    for row in results["cluster"]["rows"]:
+        if "workers" not in row:
+            continue
         lines.append(
             f"- Spark standalone cluster, {row['workers']} worker(s) on this machine: {row['job_records_per_s']:,} "
-            f"records/s, {row['vs_local']}x `local[*, 4]` ({row['partitions']} partitions of {row['record_size']} B)."
+            f"records/s, {row['vs_local']}x `local[*, 4]` ({row.get('copying_vs_local', '-')}x while copying; "
+            f"{row['partitions']} partitions of {row['record_size']} B)."
         )
     slowest = max(results["rest"]["endpoints"], key=lambda e: e["p95_ms"])
     lines.append(

@@ -143,27 +143,30 @@ def profile(p: dict[str, Any]) -> list[str]:
 
 def cluster(c: dict[str, Any]) -> list[str]:
     first = c["rows"][0]
+    counts = sorted({row["partitions"] for row in c["rows"]})
     lines = [
         f"## Spark cluster ({first['records']:,} records of {first['record_size']} B, "
-        f"{first['partitions']} partitions, tasks.max {first['tasks_max']}, exactly once)",
+        f"{' / '.join(map(str, counts))} partitions, tasks.max {first['tasks_max']}, exactly once)",
         "",
         f"Command: `{c['command']}`. The same available-now copy on `local[*, 4]` and on a Spark standalone",
         "cluster (a master and 1 or 2 workers of 2 cores each, from pyspark's own `spark-class`, on this",
         "machine, workers that cannot see the checkout): the executors get the project in the shipped archive.",
         "",
-        "| master | workers | records/s (job) | MB/s (job) | job s | vs local | first record on the target after | "
-        "records/s while copying |",
-        "|---|---|---|---|---|---|---|---|",
+        "| partitions | master | workers | records/s (job) | MB/s (job) | job s | vs local | first record on the "
+        "target after | records/s while copying | while copying vs local |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *(
-            f"| {'local[*, 4]' if 'workers' not in row else 'standalone'} | {row.get('workers', '-')} | "
-            f"{row['job_records_per_s']:,} | {row['job_mb_per_s']} | {row['job_seconds']} | {row['vs_local']} | "
-            f"{row['first_record_after_s']} s | {row['copy_records_per_s']:,} |"
+            f"| {row['partitions']} | {'local[*, 4]' if 'workers' not in row else 'standalone'} | "
+            f"{row.get('workers', '-')} | {row['job_records_per_s']:,} | {row['job_mb_per_s']} | "
+            f"{row['job_seconds']} | {row['vs_local']} | {row['first_record_after_s']} s | "
+            f"{row['copy_records_per_s']:,} | {row.get('copying_vs_local', '-')} |"
             for row in c["rows"]
         ),
         "",
         "All on one 2-core machine: the cluster adds executor JVMs, the application's registration and the",
-        "executors' start-up (the first record arrives later), and spreads the same two cores; once copying, the",
-        "cluster's rate is that of `local[*, 4]`. This measures what running distributed costs, not a",
+        "executors' start-up (the first record arrives later: a cost paid once per job), and spreads the same",
+        "two cores; once copying, the cluster's rate is set by those cores as `local[*, 4]`'s is. A job's rate",
+        "against local's therefore grows with its records. This measures what running distributed costs, not a",
         "speed-up, which needs workers on machines of their own. Peak memory in `results.json` is the",
         "driver's process tree only: the executors are children of the workers.",
         *([f"Measured: {c['measured']}."] if c.get("measured") else []),
