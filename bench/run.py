@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
+    aggregation,
     checkpoints_scale,
     cluster,
     copy_profile,
@@ -63,6 +64,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "per_topic": 100,
             "idle_topics": 2000,
         },
+        "aggregation": {"sources": 3, "topics": 100, "per_topic": 1000},
         "checkpoints": {"groups": 1000, "partitions": 10_000, "topics": 100, "per_group": 100, "records": 100},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
         "cluster": {"records": 4_000_000, "size": 1024, "partitions": [64, 512], "tasks": 4, "workers": [1, 2]},
@@ -83,6 +85,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "idle_settle_s": 1.0,
             "idle_window_s": 10.0,
         },
+        "aggregation": {"sources": 2, "topics": 2, "per_topic": 10},
         "checkpoints": {"groups": 20, "partitions": 40, "topics": 2, "per_group": 10, "records": 10},
         "profile": {"records": 20_000, "size": 100, "partitions": 2},
         "cluster": {"records": 20_000, "size": 100, "partitions": [4], "tasks": 2, "workers": [2]},
@@ -164,6 +167,16 @@ def findings(results: dict[str, Any]) -> list[str]:
             f"record on the target after {secs(row['ours']['new_topic_seconds'])} (ours) and "
             f"{secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
         )
+    agg = results.get("aggregation")
+    if agg:
+        checked = {
+            tool: "{missing} / {duplicated} / {out_of_order}".format(**agg[tool]) for tool in ("ours", "mirrormaker2")
+        }
+        lines.append(
+            f"- Aggregation, {agg['sources']} source clusters x {agg['topics_per_source']} topics into one target: "
+            f"ours / MirrorMaker 2 = {agg['ours_vs_mm2']}; missing / duplicated / out of order: ours "
+            f"{checked['ours']}, MM2 {checked['mirrormaker2']}."
+        )
     cp = results.get("checkpoints")
     if cp:
         lines.append(
@@ -218,6 +231,7 @@ STEPS: dict[str, tuple[str, Measure]] = {
         lambda config, o: failover_accuracy.run(config, o["per_partition"], o["partitions"]),
     ),
     "scale": ("scale", lambda config, o: scale.measure(config, **o)),
+    "aggregation": ("aggregation", lambda config, o: aggregation.measure(config, **o)),
     "checkpoints": ("checkpoints_scale", lambda config, o: checkpoints_scale.measure(config, **o)),
     "profile": ("copy_profile", lambda config, o: copy_profile.measure(config, **o)),
     "cluster": ("cluster", lambda config, o: cluster.measure(config, **o)),

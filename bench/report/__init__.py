@@ -18,7 +18,7 @@ from bench.report.endurance import endurance
 from bench.report.floor import floor
 from bench.report.operations import checkpoints, failover, monitoring, rest
 from bench.report.plots import PLOT, SCALE_PLOT, plot, plot_scale
-from bench.report.scaling import cluster, profile, scale
+from bench.report.scaling import aggregation, cluster, profile, scale
 
 
 def header(r: dict[str, Any]) -> list[str]:
@@ -47,6 +47,7 @@ def render(results: dict[str, Any]) -> str:
         ("latency", latency),
         ("failover", failover),
         ("scale", scale),
+        ("aggregation", aggregation),
         ("checkpoints", checkpoints),
         ("profile", profile),
         ("cluster", cluster),

@@ -173,3 +173,31 @@ def cluster(c: dict[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def aggregation(a: dict[str, Any]) -> list[str]:
+    """Many source clusters into one target (bench.aggregation)."""
+    rows = [("MirrorMaker 2", a["mirrormaker2"]), ("ours, exactly once", a["ours"])]
+    return [
+        f"## Aggregation ({a['sources']} source clusters x {a['topics_per_source']} topics into one target)",
+        "",
+        f"Command: `{a['command']}`. Each source cluster holds the same {a['topics_per_source']} topics of one",
+        f"partition, {a['per_topic']:,} records of {a['record_size']} B each, copied in continuous mode from the",
+        "start (ours: a flow and a replicate job per source, all at once; MM2: one process with a flow per",
+        "source, `tasks.max` = min(topics, 8) each, a 5 s topic refresh); once all are on the target, a second",
+        "wave of as many records is written while it runs. Then every remote topic is read whole (committed",
+        "records): each record's sequence number once and in order.",
+        "",
+        "| tool | first record after | records/s (first wave) | second wave, last record after its write | "
+        "CPU s | PSS MB at the end | missing | duplicated | out of order |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(
+            f"| {name} | {secs(r['first_record_after_s'])} | {rate(r)} | {secs(r['second_wave_after_write_s'])} | "
+            f"{r['cpu_seconds']} | {r['pss_mb_at_end']:,} | {r['missing']} | {r['duplicated']} | {r['out_of_order']} |"
+            for name, r in rows
+        ),
+        "",
+        f"Ours / MirrorMaker 2 (first wave's records/s): {a['ours_vs_mm2']}.",
+        *([f"Measured: {a['measured']}."] if a.get("measured") else []),
+        "",
+    ]

@@ -17,6 +17,7 @@ SECTIONS = (
     "## Latency",
     "## Failover accuracy",
     "## Scale",
+    "## Aggregation",
     "## Checkpoints at scale",
     "## Profile of the copy tasks",
     "## Spark cluster",
