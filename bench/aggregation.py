@@ -79,7 +79,11 @@ def more_sources(base: Path, count: int) -> tuple[LocalClusters, list[Cluster]]:
     path.write_text(yaml.safe_dump(data))
     config = load_config(path)
     running = LocalClusters(config.local_clusters(), base)
-    running.up()
+    try:
+        running.up()
+    except BaseException:  # those that started stop before their folder goes
+        running.down()
+        raise
     return running, list(config.clusters)
 
 
@@ -104,17 +108,23 @@ def ours(sources: list[Cluster], target: Cluster, workdir: Path, pattern: str) -
     }
     path = workdir / "aggregation.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    processes = []
-    for alias in aliases:
-        command = spark_submit_command(
-            "replicate.py", ["--source", alias, "--target", f"t{token}", "--mode", "continuous", "--config", str(path)]
-        )
-        out = (workdir / f"ours-{alias}.log").open("w")
-        processes.append(
-            subprocess.Popen(
-                command, env=submit_environment(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    processes: list[Any] = []
+    try:
+        for alias in aliases:
+            command = spark_submit_command(
+                "replicate.py",
+                ["--source", alias, "--target", f"t{token}", "--mode", "continuous", "--config", str(path)],
             )
-        )
+            with (workdir / f"ours-{alias}.log").open("w") as out:
+                processes.append(
+                    subprocess.Popen(
+                        command, env=submit_environment(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    )
+                )
+    except BaseException:
+        for process in processes:
+            replicators.stop(process)
+        raise
     return processes, aliases
 
 
@@ -127,9 +137,9 @@ def mirrormaker2(
     props = workdir / "mm2-aggregation.properties"
     target_servers = replicators.plaintext_servers(target, "MirrorMaker 2")
     props.write_text(mm2_aggregation(servers, (f"t{token}", target_servers), pattern, min(topics, 8)))
-    out = (workdir / "mm2-aggregation.log").open("w")
     command = kafka_command("org.apache.kafka.connect.mirror.MirrorMaker", str(props), heap="1g")
-    process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    with (workdir / "mm2-aggregation.log").open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     return [process], list(servers)
 
 
@@ -181,43 +191,46 @@ def exactly_once(found: dict[str, list[int]], records: int) -> dict[str, int]:
 def by_tool(tool: str, sources: list[Cluster], target: Cluster, topics: int, per_topic: int) -> dict[str, Any]:
     prefix = f"bench-agg-{uuid.uuid4().hex[:6]}-"
     names = [f"{prefix}{i:04d}" for i in range(topics)]
-    for source in sources:
-        ensure_topics(clients.admin_client(source), [NewTopicSpec(name, 1, 1) for name in names])
-    write_wave(sources, names, 0, per_topic)
-    records = len(sources) * topics * per_topic
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        if tool == "ours":
-            processes, aliases = ours(sources, target, workdir, f"{prefix}.*")
-        else:
-            processes, aliases = mirrormaker2(sources, target, workdir, f"{prefix}.*", topics)
-        remotes = [f"{alias}.{name}" for alias in aliases for name in names]
-        try:
-            cpu_before = {p.pid: tree_cpu_seconds(p.pid) for p in processes}
-            first = RecordWatch(target, {name: 1 for name in remotes}, records)
-            first.join(COPY_TIMEOUT_S)
-            first.stop()
-            if first.done is None:
-                raise RuntimeError(
-                    f"{tool}: {first.seen:,} of {records:,} records on the target in {COPY_TIMEOUT_S:.0f} s"
-                )
-            written = time.monotonic()
-            write_wave(sources, names, per_topic, per_topic)
-            wrote_s = time.monotonic() - written
-            second = RecordWatch(target, {name: 1 for name in remotes}, 2 * records)
-            second.join(COPY_TIMEOUT_S)
-            second.stop()
-            after_write_s = round(second.done - written - wrote_s, 2) if second.done is not None else None
-            cpu = sum(cpu_used(cpu_before[p.pid], tree_cpu_seconds(p.pid)) for p in processes)
-            memory = [sample(p.pid) for p in processes]
-            running = all(p.poll() is None for p in processes)
-        finally:
-            for process in processes:
-                replicators.stop(process)
-        checked = exactly_once(sequences(target, remotes), 2 * per_topic)
-    for source in sources:
-        latency.delete_topics(source, names)
-    latency.delete_topics(target, remotes)
+    remotes: list[str] = []
+    try:
+        for source in sources:
+            ensure_topics(clients.admin_client(source), [NewTopicSpec(name, 1, 1) for name in names])
+        write_wave(sources, names, 0, per_topic)
+        records = len(sources) * topics * per_topic
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            if tool == "ours":
+                processes, aliases = ours(sources, target, workdir, f"{prefix}.*")
+            else:
+                processes, aliases = mirrormaker2(sources, target, workdir, f"{prefix}.*", topics)
+            remotes = [f"{alias}.{name}" for alias in aliases for name in names]
+            try:
+                cpu_before = {p.pid: tree_cpu_seconds(p.pid) for p in processes}
+                first = RecordWatch(target, {name: 1 for name in remotes}, records)
+                first.join(COPY_TIMEOUT_S)
+                first.stop()
+                if first.done is None:
+                    raise RuntimeError(
+                        f"{tool}: {first.seen:,} of {records:,} records on the target in {COPY_TIMEOUT_S:.0f} s"
+                    )
+                written = time.monotonic()
+                write_wave(sources, names, per_topic, per_topic)
+                wrote_s = time.monotonic() - written
+                second = RecordWatch(target, {name: 1 for name in remotes}, 2 * records)
+                second.join(COPY_TIMEOUT_S)
+                second.stop()
+                after_write_s = round(second.done - written - wrote_s, 2) if second.done is not None else None
+                cpu = sum(cpu_used(cpu_before[p.pid], tree_cpu_seconds(p.pid)) for p in processes)
+                memory = [sample(p.pid) for p in processes]
+                running = all(p.poll() is None for p in processes)
+            finally:
+                for process in processes:
+                    replicators.stop(process)
+            checked = exactly_once(sequences(target, remotes), 2 * per_topic)
+    finally:  # what a run leaves on the clusters, whatever ended it
+        for source in sources:
+            latency.delete_topics(source, names)
+        latency.delete_topics(target, remotes)
     return {
         "tool": tool,
         "records_per_wave": records,

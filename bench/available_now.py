@@ -97,10 +97,11 @@ def run(
     flow = config.enabled_flows()[0]
     source_cluster = config.cluster(flow.source)
     topic = f"bench-{uuid.uuid4().hex[:8]}"
-    ensure_topic(clients.admin_client(source_cluster), topic, partitions)
-    fill_s = fill(source_cluster.bootstrap_servers or "", topic, records, size)
     remote = None
+    process: subprocess.Popen[str] | None = None
     try:
+        ensure_topic(clients.admin_client(source_cluster), topic, partitions)
+        fill_s = fill(source_cluster.bootstrap_servers or "", topic, records, size)
         with tempfile.TemporaryDirectory() as tmp:
             path, source, target = flow_config(base, Path(tmp), topic, exactly_once, tasks)
             remote = f"{source}.{topic}"
@@ -113,15 +114,20 @@ def run(
             )
             started = time.monotonic()
             watch = TargetWatch(config.cluster(flow.target), {f"{source}.{topic}": partitions}, records)
-            process = subprocess.Popen(
-                command, env=submit_environment(master), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-            )
-            usage = Usage(process)
-            output, _ = process.communicate()
-            wall = time.monotonic() - started
-            used = usage.finish()
-            time.sleep(2 * POLL_S)  # the watch's last poll
-            watch.stop()
+            try:
+                process = subprocess.Popen(
+                    command, env=submit_environment(master), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                )
+                usage = Usage(process)
+                output, _ = process.communicate()
+                wall = time.monotonic() - started
+                used = usage.finish()
+                time.sleep(2 * POLL_S)  # the watch's last poll
+            finally:
+                watch.stop()
+                if process is not None and process.poll() is None:  # interrupted: the job goes too
+                    process.kill()
+                    process.wait()
     finally:  # a run's topics hold records x size on each cluster: the disk fills without this
         from bench.latency import delete_topics  # it imports this module
 

@@ -49,7 +49,8 @@ def by_master(config: Path, records: int, size: int, partitions: int, *, tasks: 
     local = rows[0]
     for row in rows:
         row["vs_local"] = round(row["job_records_per_s"] / local["job_records_per_s"], 2)
-        row["copying_vs_local"] = round(row["copy_records_per_s"] / local["copy_records_per_s"], 2)
+        copying, local_copying = row["copy_records_per_s"], local["copy_records_per_s"]
+        row["copying_vs_local"] = round(copying / local_copying, 2) if copying and local_copying else None
     return rows
 
 

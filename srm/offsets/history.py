@@ -151,7 +151,59 @@ def read_history(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any) -> 
         reread = build_history(flow, _window(warehouse, flow, retry, tail, deeper or 0))
         history = _merge(flow, history, rest, reread, again)
         lookback = deeper or 0
+    # A window may hold only an older incarnation of its partition: a topic recreated and copied
+    # again from offset 0 whose old runs are not pruned yet, and a position from before. Those
+    # partitions are read whole: the latest rows decide which incarnation is current.
+    windowed = {
+        k: history.topic_ids[k] for k, low in wanted.partitions.items() if low is not None and k in history.topic_ids
+    }
+    mixed = [] if wanted.every else _other_incarnations(warehouse, flow, windowed, tail)
+    if mixed:
+        whole = build_history(flow, _window(warehouse, flow, Wanted.whole(mixed), tail, 0))
+        history = _merge(flow, history, history.runs.filter(_not_in(mixed)), whole, mixed)
     return history
+
+
+def _other_incarnations(warehouse: Warehouse, flow: str, ids: dict[Key, str], tail: Any) -> list[Key]:
+    """The partitions of ``ids`` (partition -> the topic id of its window's rows) with rows of
+    another topic id in the warehouse or the ``tail``. Only the three columns are read, and only
+    of the row groups whose statistics allow another topic id of the partition: a partition's
+    rows are sorted together, so the groups of one incarnation are skipped unread."""
+    import pyarrow.compute as pc
+
+    items = sorted(ids.items())
+    found = _differing(tail, items)
+    for start in range(0, len(items), PARTITIONS_PER_SCAN):
+        chunk = items[start : start + PARTITIONS_PER_SCAN]
+        where = None
+        for (topic, partition), topic_id in chunk:
+            term = (pc.field("topic") == topic) & (pc.field("partition") == partition)
+            term = term & (pc.field("topic_id") != topic_id)
+            where = term if where is None else where | term
+        rows = warehouse.scan(SYNC_HISTORY, pc.field("flow") == flow, ["topic", "partition", "topic_id"], groups=where)
+        found |= _differing(rows, chunk)
+    return sorted(found)
+
+
+def _differing(rows: Any, items: list[tuple[Key, str]]) -> set[Key]:
+    """The partitions of ``items`` ((partition, topic id)) of which ``rows`` hold a row of another topic id."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if rows is None or rows.num_rows == 0 or not items:
+        return set()
+    ids = pa.table(
+        {
+            "topic": pa.array([t for (t, _), _ in items], rows.schema.field("topic").type),
+            "partition": pa.array([p for (_, p), _ in items], rows.schema.field("partition").type),
+            "_id": pa.array([i for _, i in items], rows.schema.field("topic_id").type),
+        }
+    )
+    joined = rows.select(["topic", "partition", "topic_id"]).join(
+        ids, ["topic", "partition"], join_type="inner", use_threads=False
+    )
+    other = joined.filter(pc.field("topic_id") != pc.field("_id"))
+    return set(zip(other["topic"].to_pylist(), other["partition"].to_pylist(), strict=True))
 
 
 def _window(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any, lookback: int) -> Any:

@@ -32,7 +32,7 @@ def test_only_takes_an_earlier_run_of_the_same_preset(tmp_path: Path) -> None:
 def test_a_part_measured_again_says_when() -> None:
     results = json.loads((Path(report.__file__).parents[1] / "results.json").read_text())  # the report's own run
     for part in STEPS:
-        results[part].pop("again", None)  # measured with the rest
+        results.get(part, {}).pop("again", None)  # measured with the rest (a part newer than the run: none)
     results["scale"]["idle"].pop("command", None)
     assert "Measured again" not in report.render(results)
     results["failover"] |= {"finished": "2999-01-01 09:10 UTC", "again": True}

@@ -251,3 +251,23 @@ def test_the_prunes_vacuum_deletes_data_files_no_commit_names_once_they_are_past
     assert pruner._vacuum() == 1
     assert not old.exists() and fresh.exists() and all(f.exists() for f in live)
     assert warehouse.scan(SYNC_HISTORY).num_rows == 10  # the live file is read as before
+
+
+@pytest.mark.parametrize("in_tail", [False, True])
+def test_a_window_holding_only_an_older_incarnation_reads_the_partition_whole(
+    tmp_path: Path, monkeypatch: Any, in_tail: bool
+) -> None:
+    """A topic recreated and copied again from offset 0 while its old runs are not pruned yet, and a
+    position from before (15,000, above every offset of the new incarnation): the window holds old
+    runs alone. The latest rows (in the warehouse, or not ingested yet) decide, as in a whole read."""
+    warehouse = Warehouse(tmp_path)
+    old = transactions("orders", 0, 2_000, 10)  # id-1: offsets 0-20,000
+    new = [row("orders", 0, (10 * i, 30_000 + 11 * i, 10), 10_000 + i, topic_id="id-2") for i in range(1_000)]
+    append(warehouse, old if in_tail else old + new, 1)
+    tail = table(new).select(COLUMNS) if in_tail else empty_tail()
+    monkeypatch.setattr(history_module, "LOOKBACKS", (1_000, 10_000))
+    history = read_history(warehouse, FLOW, Wanted({("orders", 0): 15_000}), tail)
+    whole = read_history(warehouse, FLOW, Wanted.whole([("orders", 0)]), tail)
+    assert history.topic_ids == whole.topic_ids == {("orders", 0): "id-2"}
+    assert history.progress == whole.progress == {("orders", 0): 10_000}
+    assert to_target(history.get("orders", 0), 15_000) == to_target(whole.get("orders", 0), 15_000) == 40_999
