@@ -6,10 +6,9 @@ sees every transaction committed so far. Only the runs of a partition's current 
 incarnation (its latest topic id) count: offsets restart when a topic is recreated.
 
 A read names what it needs (:class:`Wanted`): per partition, the lowest source offset it will
-translate, or the whole partition. The partitions and offsets are pushed into the scan, so a
-lookup reads the row groups of its partitions from a little before its offset on, never the
-table: its cost does not grow with the history the retention keeps (:mod:`srm.offsets.retention`).
-Rows stay in Arrow; only a partition asked for by :meth:`FlowHistory.get` becomes Python objects.
+translate, or the whole partition. Partitions and offsets are pushed into the scan: a lookup
+reads its partitions' row groups from a little before its offset on, never the table, whatever
+the history the retention keeps (:mod:`srm.offsets.retention`). Rows stay in Arrow.
 """
 
 from __future__ import annotations
@@ -129,16 +128,21 @@ class FlowHistory:
         )
 
 
-def load_history(config: SrmConfig, flow: Flow, wanted: Wanted | None = None) -> FlowHistory:
+def load_history(
+    config: SrmConfig, flow: Flow, wanted: Wanted | None = None, *, current: Mapping[str, str] | None = None
+) -> FlowHistory:
     """The runs of ``flow`` committed so far (warehouse + history topic tail) that ``wanted`` needs
-    (default: every partition, whole)."""
+    (default: every partition, whole); ``current``: the source topics' topic ids now, if known."""
     warehouse = Warehouse(config.storage.warehouse)
-    return read_history(warehouse, flow.name, wanted or Wanted(every=True), topic_tail(config, flow))
+    return read_history(warehouse, flow.name, wanted or Wanted(every=True), topic_tail(config, flow), current)
 
 
-def read_history(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any) -> FlowHistory:
+def read_history(
+    warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any, current: Mapping[str, str] | None = None
+) -> FlowHistory:
     """What ``wanted`` needs of ``flow``'s history in ``warehouse`` and ``tail`` (Arrow rows not
-    ingested yet)."""
+    ingested yet). ``current``: the source topics' topic ids now (a caller that asked the source);
+    else the warehouse is asked whether another incarnation's rows lie outside a window."""
     lookback = LOOKBACKS[0]
     history = build_history(flow, _window(warehouse, flow, wanted, tail, lookback))
     for deeper in (*LOOKBACKS[1:], None):
@@ -151,13 +155,15 @@ def read_history(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any) -> 
         reread = build_history(flow, _window(warehouse, flow, retry, tail, deeper or 0))
         history = _merge(flow, history, rest, reread, again)
         lookback = deeper or 0
-    # A window may hold only an older incarnation of its partition: a topic recreated and copied
-    # again from offset 0 whose old runs are not pruned yet, and a position from before. Those
-    # partitions are read whole: the latest rows decide which incarnation is current.
+    # A window may hold only an older incarnation (a topic recreated and copied again from 0, its
+    # old runs not pruned yet, a position from before): read whole, the latest rows decide.
     windowed = {
         k: history.topic_ids[k] for k, low in wanted.partitions.items() if low is not None and k in history.topic_ids
     }
-    mixed = [] if wanted.every else _other_incarnations(warehouse, flow, windowed, tail)
+    if current is not None:  # the window holds the source topic's incarnation now: none newer was copied
+        mixed = sorted(k for k, topic_id in windowed.items() if current.get(k[0]) != topic_id)
+    else:
+        mixed = _other_incarnations(warehouse, flow, windowed, tail)
     if mixed:
         whole = build_history(flow, _window(warehouse, flow, Wanted.whole(mixed), tail, 0))
         history = _merge(flow, history, history.runs.filter(_not_in(mixed)), whole, mixed)
@@ -165,10 +171,8 @@ def read_history(warehouse: Warehouse, flow: str, wanted: Wanted, tail: Any) -> 
 
 
 def _other_incarnations(warehouse: Warehouse, flow: str, ids: dict[Key, str], tail: Any) -> list[Key]:
-    """The partitions of ``ids`` (partition -> the topic id of its window's rows) with rows of
-    another topic id in the warehouse or the ``tail``. Only the three columns are read, and only
-    of the row groups whose statistics allow another topic id of the partition: a partition's
-    rows are sorted together, so the groups of one incarnation are skipped unread."""
+    """The partitions of ``ids`` (partition -> its window's topic id) with rows of another topic id
+    in the warehouse or the ``tail``: three columns of the row groups whose statistics allow one."""
     import pyarrow.compute as pc
 
     items = sorted(ids.items())
@@ -177,8 +181,9 @@ def _other_incarnations(warehouse: Warehouse, flow: str, ids: dict[Key, str], ta
         chunk = items[start : start + PARTITIONS_PER_SCAN]
         where = None
         for (topic, partition), topic_id in chunk:
-            term = (pc.field("topic") == topic) & (pc.field("partition") == partition)
-            term = term & (pc.field("topic_id") != topic_id)
+            term = (
+                (pc.field("topic") == topic) & (pc.field("partition") == partition) & (pc.field("topic_id") != topic_id)
+            )
             where = term if where is None else where | term
         rows = warehouse.scan(SYNC_HISTORY, pc.field("flow") == flow, ["topic", "partition", "topic_id"], groups=where)
         found |= _differing(rows, chunk)
@@ -186,21 +191,14 @@ def _other_incarnations(warehouse: Warehouse, flow: str, ids: dict[Key, str], ta
 
 
 def _differing(rows: Any, items: list[tuple[Key, str]]) -> set[Key]:
-    """The partitions of ``items`` ((partition, topic id)) of which ``rows`` hold a row of another topic id."""
-    import pyarrow as pa
+    """The partitions of ``items`` ((partition, topic id)) that ``rows`` hold another topic id of."""
     import pyarrow.compute as pc
 
     if rows is None or rows.num_rows == 0 or not items:
         return set()
-    ids = pa.table(
-        {
-            "topic": pa.array([t for (t, _), _ in items], rows.schema.field("topic").type),
-            "partition": pa.array([p for (_, p), _ in items], rows.schema.field("partition").type),
-            "_id": pa.array([i for _, i in items], rows.schema.field("topic_id").type),
-        }
-    )
-    joined = rows.select(["topic", "partition", "topic_id"]).join(
-        ids, ["topic", "partition"], join_type="inner", use_threads=False
+    ids = [i for _, i in items]
+    joined = _joined(
+        rows.select(["topic", "partition", "topic_id"]), items, "_id", ids, rows.schema.field("topic_id").type
     )
     other = joined.filter(pc.field("topic_id") != pc.field("_id"))
     return set(zip(other["topic"].to_pylist(), other["partition"].to_pylist(), strict=True))
@@ -264,15 +262,19 @@ def _keep(rows: Any, items: list[tuple[Key, int | None]], lookback: int) -> Any:
 
     if rows.num_rows == 0:
         return rows
-    lows = pa.table(
-        {
-            "topic": pa.array([t for (t, _), _ in items], rows.schema.field("topic").type),
-            "partition": pa.array([p for (_, p), _ in items], rows.schema.field("partition").type),
-            "_from": pa.array([None if low is None else low - lookback for _, low in items], pa.int64()),
-        }
-    )
-    joined = rows.join(lows, ["topic", "partition"], join_type="inner", use_threads=False)
+    lows = [None if low is None else low - lookback for _, low in items]
+    joined = _joined(rows, items, "_from", lows, pa.int64())
     return joined.filter(pc.field("_from").is_null() | (pc.field("source_first") >= pc.field("_from"))).select(COLUMNS)
+
+
+def _joined(rows: Any, items: list[tuple[Key, Any]], column: str, values: list[Any], kind: Any) -> Any:
+    """``rows`` of the partitions of ``items``, each with ``column`` (``values``, one a partition)."""
+    import pyarrow as pa
+
+    topics = pa.array([t for (t, _), _ in items], rows.schema.field("topic").type)
+    partitions = pa.array([p for (_, p), _ in items], rows.schema.field("partition").type)
+    by = pa.table({"topic": topics, "partition": partitions, column: pa.array(values, kind)})
+    return rows.join(by, ["topic", "partition"], join_type="inner", use_threads=False)
 
 
 def _partitions_filter(items: list[tuple[Key, int | None]], lookback: int) -> Any:

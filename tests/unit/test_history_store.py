@@ -271,3 +271,24 @@ def test_a_window_holding_only_an_older_incarnation_reads_the_partition_whole(
     assert history.topic_ids == whole.topic_ids == {("orders", 0): "id-2"}
     assert history.progress == whole.progress == {("orders", 0): 10_000}
     assert to_target(history.get("orders", 0), 15_000) == to_target(whole.get("orders", 0), 15_000) == 40_999
+
+
+def test_the_sources_topic_ids_when_given_tell_which_windows_hold_an_older_incarnation(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A checkpoint pass knows the source's topic ids: a window of the current one is kept as read,
+    one of another incarnation is read whole (no scan of the warehouse for other topic ids)."""
+    warehouse = Warehouse(tmp_path)
+    old = transactions("orders", 0, 2_000, 10)  # id-1: offsets 0-20,000
+    new = [row("orders", 0, (10 * i, 30_000 + 11 * i, 10), 10_000 + i, topic_id="id-2") for i in range(1_000)]
+    append(warehouse, old + new + transactions("audit", 0, 2_000, 10), 1)
+    monkeypatch.setattr(history_module, "LOOKBACKS", (1_000, 10_000))
+    scanned = []
+    monkeypatch.setattr(history_module, "_other_incarnations", lambda *args: scanned.append(args) or [])
+    wanted = Wanted({("orders", 0): 15_000, ("audit", 0): 15_000})
+    history = read_history(warehouse, FLOW, wanted, empty_tail(), {"orders": "id-2", "audit": "id-1"})
+    assert not scanned
+    assert history.topic_ids == {("orders", 0): "id-2", ("audit", 0): "id-1"}
+    assert to_target(history.get("orders", 0), 15_000) == 40_999
+    first, count = history.spans[("audit", 0)]
+    assert count == 600  # its window alone: from 14,000 on
