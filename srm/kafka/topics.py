@@ -6,6 +6,7 @@ SrmError naming the topic otherwise.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,8 @@ from srm.errors import ClusterUnreachableError, SrmError
 from srm.kafka.clients import list_metadata
 from srm.kafka.retry import TOPIC_GONE, needs, retrying
 from srm.mm2.topic_configs import ConfigValue
+
+log = logging.getLogger(__name__)
 
 ADMIN_TIMEOUT_S = 30.0  # a metadata request on a healthy cluster takes milliseconds; allow for elections
 BATCH = 500  # topics to one CreateTopics or DescribeConfigs request
@@ -242,6 +245,16 @@ def topic_ids(admin: Any, topics: list[str], *, gone_ok: bool = False) -> dict[s
         name: str(info.topic_id)
         for name, info in _describe(admin, topics, skipped=TOPIC_GONE if gone_ok else ()).items()
     }
+
+
+def known_topic_ids(admin: Any, topics: list[str]) -> dict[str, str] | None:
+    """:func:`topic_ids` (topics deleted meanwhile left out), or None when the cluster will not
+    say: for callers to whom the ids are a shortcut, with another way to the same answer."""
+    try:
+        return topic_ids(admin, topics, gone_ok=True)
+    except SrmError as exc:
+        log.info("topic ids not known: %s", exc)
+        return None
 
 
 def existing_topics(admin: Any, topics: list[str]) -> set[str]:

@@ -22,7 +22,7 @@ from srm.config.model import Flow, SrmConfig
 from srm.errors import NotConfiguredError, UsageError
 from srm.kafka import clients
 from srm.kafka.partitions import list_offsets
-from srm.kafka.topics import partition_counts
+from srm.kafka.topics import known_topic_ids, partition_counts
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.groups import group_offsets
 from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
@@ -72,7 +72,8 @@ class Translator:
         if direction == "forward" and not live:
             return self._from_checkpoints(groups)
         cluster = self.flow.source if direction == "forward" else self.flow.target
-        found = group_offsets(clients.admin_client(self.config.cluster(cluster)), groups)
+        admin = clients.admin_client(self.config.cluster(cluster))
+        found = group_offsets(admin, groups)
         topics = {t for g in groups for t, _ in found[g].offsets}
         keep = {t: self.selector.replicates(t) if direction == "forward" else self._copied_remote(t) for t in topics}
         positions: list[tuple[str, str, int, int]] = []
@@ -81,22 +82,26 @@ class Translator:
             if not wanted:
                 raise NotConfiguredError(f"group {group!r} has no committed offsets on topics of flow {self.flow.name}")
             positions += [(group, t, p, o) for (t, p), o in wanted]
-        results = self._many([(t, p, o) for _, t, p, o in positions], direction)
+        current = known_topic_ids(admin, sorted(topics)) if direction == "forward" else None
+        results = self._many([(t, p, o) for _, t, p, o in positions], direction, current)
         out: dict[str, list[Translated]] = {g: [] for g in groups}
         for (group, *_), r in zip(positions, results, strict=True):
             out[group].append(replace(r, group=group))
         return out
 
-    def _many(self, positions: list[tuple[str, int, int]], direction: Direction) -> list[Translated]:
+    def _many(
+        self, positions: list[tuple[str, int, int]], direction: Direction, current: dict[str, str] | None = None
+    ) -> list[Translated]:
         """Translate ``positions`` (topic on the cluster the consumer leaves, partition, offset) with
-        one read of the history they need, and one of the ends of the partitions it cannot place."""
+        one read of the history they need, and one of the ends of the partitions it cannot place;
+        ``current``: the source's topic ids, when known (see :func:`load_history`)."""
         if direction == "forward":
             keyed = [((t, p), o, t, self.selector.remote(t)) for t, p, o in positions]
             wanted = Wanted.lowest((key, o) for key, o, _, _ in keyed)
         else:  # target offsets: the partitions' runs whole
             keyed = [((self._source_topic(t), p), o, t, self._source_topic(t)) for t, p, o in positions]
             wanted = Wanted.whole(key for key, *_ in keyed)
-        history = self._history or load_history(self.config, self.flow, wanted)
+        history = self._history or load_history(self.config, self.flow, wanted, current=current)
         reverse = reverse_flow(self.config, self.flow)
         back = None if reverse is None else load_history(self.config, reverse, Wanted.whole(wanted.partitions))
         offsets: dict[tuple[str, int], list[int]] = {}

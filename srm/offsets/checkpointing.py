@@ -26,7 +26,7 @@ from srm.kafka import clients
 from srm.kafka.control_lists import read_lists
 from srm.kafka.internal_topics import InternalTopic, checkpoints_topic, ensure_internal_topic
 from srm.kafka.partitions import list_offsets
-from srm.kafka.topics import broker_count, partition_counts, topic_ids
+from srm.kafka.topics import broker_count, known_topic_ids, partition_counts
 from srm.mm2.records import Checkpoint
 from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_checkpoints
 from srm.offsets.group_sync import SyncReport, sync_group_offsets
@@ -121,7 +121,10 @@ class CheckpointPass:
         positions = [((t, p), pos) for _, t, p, pos, _ in forward_rows]
         wanted = Wanted.lowest(positions)
         wanted = Wanted({**wanted.partitions, **dict.fromkeys((t, p) for _, t, p, _, _ in backward_rows)})
-        history = load_history(self.config, self.flow, wanted, current=self._topic_ids(wanted))
+        topics = sorted({t for t, _ in wanted.partitions})
+        history = load_history(
+            self.config, self.flow, wanted, current=known_topic_ids(self._admin(self.source), topics)
+        )
         reverse = reverse_flow(self.config, self.flow)
         if reverse is not None:  # the flow back's runs are read by target offsets: whole
             self._back_history = load_history(self.config, reverse, Wanted.whole(wanted.partitions))
@@ -140,17 +143,6 @@ class CheckpointPass:
         report = PassReport(self.flow.name, forward, backward, sync, phases)
         log.info("%s", report.summary())
         return report
-
-    def _topic_ids(self, wanted: Wanted) -> dict[str, str] | None:
-        """The source's topic ids now (the incarnation a window of the history must hold); None if
-        the source will not say (the history's own rows tell then, at the cost of another scan)."""
-        try:
-            return topic_ids(self._admin(self.source), sorted({t for t, _ in wanted.partitions}), gone_ok=True)
-        except SrmError as exc:
-            log.info(
-                "flow %s: the source's topic ids unknown (%s); the history tells its incarnations", self.flow.name, exc
-            )
-            return None
 
     # --- topics -------------------------------------------------------------------------------
     def forward_topic(self) -> InternalTopic:
