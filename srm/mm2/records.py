@@ -20,8 +20,7 @@ _INT64 = struct.Struct(">q")
 _INT64_INT32 = struct.Struct(">qi")
 _RUN = struct.Struct(">qqi")  # OffsetRunsRecord: upstream first, downstream first, length
 _TWO_INT16 = struct.Struct(">hh")
-_INT16_INT64_INT64 = struct.Struct(">hqq")
-_INT64_INT64_INT16 = struct.Struct(">qqh")
+_CHECKPOINT_HEAD = struct.Struct(">hqq")  # Checkpoint value: version, upstream, downstream offsets
 _MAX_STRING = 32767
 VERSION = 0
 
@@ -223,7 +222,7 @@ class Checkpoint(_Record):
         return _string(self.group) + _string(self.topic) + _INT32.pack(self.partition)
 
     def value(self) -> bytes:
-        return _INT16_INT64_INT64.pack(VERSION, self.upstream_offset, self.downstream_offset) + _string(self.metadata)
+        return _CHECKPOINT_HEAD.pack(VERSION, self.upstream_offset, self.downstream_offset) + _string(self.metadata)
 
     @classmethod
     def _parse(cls, key: _Reader, value: _Reader) -> Self:
@@ -237,7 +236,8 @@ class Checkpoint(_Record):
         (g,) = _INT16.unpack_from(key, 0)
         (t,) = _INT16.unpack_from(key, 2 + g)
         (partition,) = _INT32.unpack_from(key, 4 + g + t)  # raises when either string is cut short
-        version, upstream, downstream, m = _INT16.unpack_from(value, 0) + _INT64_INT64_INT16.unpack_from(value, 2)
+        version, upstream, downstream = _CHECKPOINT_HEAD.unpack_from(value, 0)
+        (m,) = _INT16.unpack_from(value, _CHECKPOINT_HEAD.size)
         if g < 0 or t < 0 or m < 0 or version != VERSION or len(value) < 20 + m:
             return None
         group, topic = key[2 : 2 + g].decode(), key[4 + g : 4 + g + t].decode()
