@@ -47,16 +47,11 @@ from srm.kafka import clients
 from srm.kafka.topics import NewTopicSpec, ensure_topics
 from srm.spark.submit import spark_submit_command, submit_environment
 from tests.conftest import free_ports
+from tests.replication import SINGLE_BROKER
 
 SIZE = 100
 SEQUENCE = struct.Struct(">q")
 COPY_TIMEOUT_S = 900.0
-SINGLE_BROKER = {
-    "replication.factor": 1,
-    "heartbeats.topic.replication.factor": 1,
-    "checkpoints.topic.replication.factor": 1,
-    "offset-syncs.topic.replication.factor": 1,
-}
 
 
 def value(sequence: int) -> bytes:
