@@ -290,5 +290,5 @@ def test_the_sources_topic_ids_when_given_tell_which_windows_hold_an_older_incar
     assert not scanned
     assert history.topic_ids == {("orders", 0): "id-2", ("audit", 0): "id-1"}
     assert to_target(history.get("orders", 0), 15_000) == 40_999
-    first, count = history.spans[("audit", 0)]
+    _, count = history.spans[("audit", 0)]
     assert count == 600  # its window alone: from 14,000 on
