@@ -11,7 +11,7 @@ from typing import Any
 from srm.config import load_config
 from srm.config.model import Flow, SrmConfig
 from srm.errors import ConfigError, FlowTakenOverError, SrmError
-from srm.spark.session import build_session, shipped_config
+from srm.spark.session import build_context_session, shipped_config
 
 
 def start_logging() -> None:
@@ -26,9 +26,10 @@ def job_flow(args: argparse.Namespace) -> tuple[SrmConfig, Flow]:
 
 
 def flow_session(args: argparse.Namespace, job: str) -> tuple[SrmConfig, Flow, Any]:
-    """As :func:`job_flow`, and the job's Spark session (``--master``)."""
+    """As :func:`job_flow`, and the job's Spark session (``--master``), without Spark SQL, which
+    no job uses (:class:`srm.spark.session.ContextSession`)."""
     config, flow = job_flow(args)
-    spark = build_session(f"srm {job} {flow.name}", args.master, clusters=config.flow_clusters(flow))
+    spark = build_context_session(f"srm {job} {flow.name}", args.master, clusters=config.flow_clusters(flow))
     return config, flow, spark
 
 

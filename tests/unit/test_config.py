@@ -310,6 +310,26 @@ flows:
         assert str(client_settings(config.cluster("b"), role)["socket.nagle.disable"]).lower() == "false"
 
 
+def test_transactional_producers_connect_to_every_broker_unless_a_cluster_says_otherwise() -> None:
+    config = parse("""
+clusters:
+  a: {bootstrap.servers: "127.0.0.1:1"}
+  b: {bootstrap.servers: "127.0.0.1:2", producer: {enable.sparse.connections: true}}
+flows:
+  - {source: a, target: b}
+""")
+    transactional = {"transactional.id": "srm-replicate.a.b.1.0"}
+    assert client_settings(config.cluster("a"), "producer", **transactional)["enable.sparse.connections"] is False
+    assert (
+        str(client_settings(config.cluster("b"), "producer", **transactional)["enable.sparse.connections"]).lower()
+        == "true"
+    )
+    for role in ("producer", "consumer", "admin"):  # others keep librdkafka's sparse connections
+        assert "enable.sparse.connections" not in client_settings(config.cluster("a"), role)
+    idempotent = client_settings(config.cluster("a"), "producer", **{"enable.idempotence": True})
+    assert "enable.sparse.connections" not in idempotent
+
+
 def test_airflow_connection_supplies_bootstrap_and_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_KAFKA_EAST",

@@ -14,7 +14,16 @@ from pydantic import SecretStr
 from srm.config.model import Cluster
 from srm.errors import SrmError
 from srm.spark import job_archive
-from srm.spark.session import AUTH_SECRET_ENV, check_master, is_local, job_conf, secrets_conf, shipped_config
+from srm.spark.session import (
+    AUTH_SECRET_ENV,
+    DEFAULT_MASTER,
+    check_master,
+    is_local,
+    job_conf,
+    secrets_conf,
+    session_conf,
+    shipped_config,
+)
 from srm.spark.submit import DRIVER_HEAP_FLOOR, spark_submit_command, submit_environment
 
 
@@ -26,6 +35,26 @@ def test_local_masters_run_this_interpreter_with_no_archive(master: str | None) 
     conf = job_conf(master)
     assert conf["spark.pyspark.python"] == sys.executable
     assert "spark.archives" not in conf
+
+
+def test_a_job_run_directly_gets_its_name_the_default_master_and_this_interpreter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    conf = session_conf("srm replicate a->b", None, {"spark.ui.enabled": "false"}, ())
+    assert conf["spark.app.name"] == "srm replicate a->b"
+    assert conf["spark.master"] == DEFAULT_MASTER
+    assert conf["spark.pyspark.python"] == sys.executable
+    assert conf["spark.ui.retainedJobs"] == "50" and conf["spark.ui.enabled"] == "false"
+    assert session_conf("x", "local[2]", None, ())["spark.master"] == "local[2]"
+
+
+def test_under_spark_submit_its_master_and_settings_stand(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "40000")  # spark-submit's JVM runs already
+    conf = session_conf("srm replicate a->b", None, None, ())
+    assert "spark.master" not in conf and "spark.pyspark.python" not in conf
+    assert conf["spark.app.name"] == "srm replicate a->b"
+    assert session_conf("x", "spark://h:7077", None, ())["spark.master"] == "spark://h:7077"  # --master given
 
 
 @pytest.mark.parametrize(
