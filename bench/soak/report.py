@@ -263,6 +263,9 @@ def section(result: dict[str, Any], command: str, plot: str | None) -> str:
         "| criterion (issue 45) | measured | met |",
         "|---|---|---|",
         *(f"| {c} | {m} | {'yes' if ok else '**no**'} |" for c, m, ok in criteria(result)),
+    ]
+    lines += history_rate(result)
+    lines += [
         "",
         "| # | fault | at (min) | took (s) | new records on the target after its end (s) | what |",
         "|---|---|---|---|---|---|",
@@ -290,6 +293,39 @@ def section(result: dict[str, Any], command: str, plot: str | None) -> str:
     if plot:
         lines += ["", f"![soak series]({plot})"]
     return "\n".join(lines) + "\n"
+
+
+def history_rate(result: dict[str, Any]) -> list[str]:
+    """What the history's size per settled partition is made of: the runs its reach holds per minute
+    (every transaction ends a run on each partition it touched, so this is the commit rate a
+    partition sees) times the minutes it reaches back. In the windows the history's bound compares,
+    and its range once retention applies; [] when the samples do not count settled rows."""
+    o = result["options"]
+    settled = o["retention_minutes"] + o["prune_s"] / 60 + WINDOW_MIN
+    points = [
+        (s["minute"], s["settled_rows"] / s["settled_partitions"] / s["history_span_min"])
+        for s in result["samples"]
+        if s["minute"] >= settled
+        and s.get("settled_rows")
+        and s.get("settled_partitions")
+        and s.get("history_span_min")
+    ]
+    if not points:
+        return []
+    last = points[-1][0]
+    early = _mean_between(points, settled, settled + HISTORY_WINDOW_MIN)
+    late = _mean_between(points, last - HISTORY_WINDOW_MIN, last + 1)
+    if not early or late is None:
+        return []
+    values = [v for _, v in points]
+    return [
+        "",
+        "The history's rows per settled partition are the runs its reach holds per minute (each transaction "
+        "ends a run on every partition it touched: the commit rate a partition sees) times the minutes it "
+        f"reaches back. Runs per partition per minute of reach: {early:,.0f} in minutes {settled:.0f}-"
+        f"{settled + HISTORY_WINDOW_MIN:.0f}, {late:,.0f} in the last {HISTORY_WINDOW_MIN:.0f} minutes "
+        f"({late / early:.2f}x), {min(values):,.0f}-{max(values):,.0f} after minute {settled:.0f}.",
+    ]
 
 
 def pass_steps(result: dict[str, Any]) -> list[str]:

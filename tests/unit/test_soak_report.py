@@ -228,3 +228,17 @@ def test_a_minutes_rss_is_the_median_of_its_readings_and_a_tree_not_running_is_l
         readings.take({"job": 7})
     assert readings.median("job", 999.0) == 1110.0  # of 1100, 1300, 1110: the peak does not move it
     assert readings.median("job", 999.0) == 999.0  # the next minute starts empty: the instant reading
+
+
+def test_the_report_splits_the_historys_rows_into_the_commit_rate_and_the_minutes_it_reaches_back() -> None:
+    from bench.soak.report import history_rate
+
+    r = result(rss_growth=0.0, pass_growth=0.0)
+    assert history_rate(r) == []  # samples without settled rows: nothing to split
+    for sample in r["samples"]:  # 64 partitions reaching back 32 minutes; the commit rate 1.2x from minute 80
+        rate = 900.0 if sample["minute"] < 80 else 1080.0
+        sample.update(settled_partitions=64, history_span_min=32.0, settled_rows=int(64 * 32 * rate))
+    line = history_rate(r)[-1]
+    assert "900 in minutes 45-65" in line and "1,080 in the last 20 minutes (1.20x)" in line
+    assert "900-1,080 after minute 45" in line
+    assert line in section(r, "cmd", None)
