@@ -63,6 +63,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "topics": [1, 100, 1000, 2000],
             "per_topic": 100,
             "idle_topics": 2000,
+            "repeat": 3,
         },
         "aggregation": {"sources": 3, "topics": 100, "per_topic": 1000},
         "checkpoints": {"groups": 1000, "partitions": 10_000, "topics": 100, "per_group": 100, "records": 100},

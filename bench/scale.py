@@ -1,7 +1,7 @@
 """Scale: more partitions, more topics, and how soon a new topic is replicated.
 
     .venv/bin/python -m bench.scale [--partitions 8,512,2048] [--records 200000] [--topics 1,100,1000,2000] \\
-        [--per-topic 100] [--idle-topics 2000]
+        [--per-topic 100] [--idle-topics 2000] [--repeat 3]
 
 Partitions: one topic of P partitions holding ``--records`` records of 1 KiB, copied by
 MirrorMaker 2 (defaults, ``tasks.max`` = P) and by our job in available-now mode (exactly once,
@@ -11,9 +11,11 @@ Topics: T topics of one partition with ``--per-topic`` records of 100 B each, bo
 continuous mode on a pattern admitting them (MM2 ``tasks.max`` = min(T, 8)); records/s from the
 first record visible on the target to the last. Then, with the replicator still running, a new
 topic matching the pattern is created and one record written to it: the seconds from creating the
-topic until that record is visible on the target. MM2 looks for new topics every
-``refresh.topics.interval.seconds`` (default 600 s, which alone would decide this figure): it
-runs here with 5 s, ours plans at every trigger (1 s).
+topic until that record is visible on the target. Each count is run ``--repeat`` times, the tools
+taking turns to go first; each figure is the median of its runs (every run is kept in the result):
+a copy of 100 topics lasts a few tenths of a second, and one slow run must not stand for a shape.
+MM2 looks for new topics every ``refresh.topics.interval.seconds`` (default 600 s, which alone would
+decide this figure): it runs here with 5 s, ours plans at every trigger (1 s).
 
 Idle: both replicators holding ``--idle-topics`` empty topics of one partition in continuous mode;
 the CPU seconds per minute of each one's process tree over IDLE_WINDOW_S, once every remote topic
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import statistics
 import subprocess
 import tempfile
 import time
@@ -215,6 +218,24 @@ def by_topics(config_path: Path, topics: int, per_topic: int, tool: str) -> dict
     }
 
 
+TOOL_ORDER = (("mirrormaker2", "ours"), ("ours", "mirrormaker2"))  # round by round: each goes first in turn
+MEDIAN_FIGURES = ("first_record_after_s", "new_topic_seconds", "new_topic_after_write_seconds")
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One tool's figures over its ``runs`` of a shape: the run of the median copy rate (its rate,
+    copy time and poll figures belong together), the medians of the first record and the new
+    topic's times over all runs (those that had one), and every run under ``runs``."""
+    if len(runs) == 1:
+        return runs[0]
+    ordered = sorted(runs, key=lambda r: r.get("copy_records_per_s") or 0)  # a run that did not finish: lowest
+    figures = {**ordered[(len(ordered) - 1) // 2], "runs": runs}
+    for name in MEDIAN_FIGURES:
+        values = [r[name] for r in runs if r.get(name) is not None]
+        figures[name] = round(statistics.median(values), 2) if values else None
+    return figures
+
+
 def measure(
     config_path: Path,
     partitions: list[int],
@@ -225,15 +246,20 @@ def measure(
     idle_topics: int | None = None,
     idle_settle_s: float = IDLE_SETTLE_S,
     idle_window_s: float = IDLE_WINDOW_S,
+    repeat: int = 1,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"partitions": [], "topics": [], "idle": None}
     for count in partitions:
         result["partitions"].append(by_partitions(config_path, count, records))
     for count in topics:
         row: dict[str, Any] = {"topics": count, "per_topic": per_topic}
-        for tool in ("mirrormaker2", "ours"):
-            print(f"  {count} topic(s): {tool}", flush=True)
-            row[tool] = by_topics(config_path, count, per_topic, tool)
+        runs: dict[str, list[dict[str, Any]]] = {"mirrormaker2": [], "ours": []}
+        for round_ in range(repeat):
+            for tool in TOOL_ORDER[round_ % 2]:
+                print(f"  {count} topic(s): {tool} ({round_ + 1} of {repeat})", flush=True)
+                runs[tool].append(by_topics(config_path, count, per_topic, tool))
+        for tool, tool_runs in runs.items():
+            row[tool] = median_run(tool_runs)
         row["ours_vs_mm2"] = ratio(row["ours"]["copy_records_per_s"], row["mirrormaker2"]["copy_records_per_s"])
         result["topics"].append(row)
     if idle_topics:
@@ -255,6 +281,7 @@ def main() -> None:
     parser.add_argument(
         "--idle-topics", type=int, default=2000, help="CPU of both holding this many empty topics (0: not)"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each topic count per tool (medians)")
     args = parser.parse_args()
     result = measure(
         Path(args.config),
@@ -263,6 +290,7 @@ def main() -> None:
         [int(t) for t in args.topics.split(",") if t],
         args.per_topic,
         idle_topics=args.idle_topics,
+        repeat=args.repeat,
     )
     print(json.dumps(result, indent=2))
 

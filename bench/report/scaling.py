@@ -39,6 +39,7 @@ def scale(sc: dict[str, Any]) -> list[str]:
         "replicator was started; then a new topic matching the pattern is created with one record: seconds",
         "until that record is on the target (in brackets, where measured: from the record's write, its",
         "acknowledgement by the source, on).",
+        *repeats(sc["topics"]),
         "",
         "| topics | records | MM2 records/s | ours records/s | ours / MM2 | first record: MM2 | ours "
         "| new topic -> first record: MM2 | ours |",
@@ -81,6 +82,18 @@ def scale(sc: dict[str, Any]) -> list[str]:
     if len(sc["topics"]) > 1 or len(sc["partitions"]) > 1:
         lines += ["", f"![records/s against topics and partitions, both tools]({SCALE_PLOT})"]
     return [*lines, ""]
+
+
+def repeats(rows: list[dict[str, Any]]) -> list[str]:
+    """How many runs each topic count's figures are the medians of (bench.scale.median_run), if more than one."""
+    counts = sorted({len(row[tool]["runs"]) for row in rows for tool in TOOLS if "runs" in row[tool]})
+    if not counts:
+        return []
+    runs = " or ".join(str(n) for n in counts)
+    return [
+        f"Each figure is the median of {runs} runs of each tool, the tools taking turns to go first (every run",
+        "is in `results.json`); the records/s is the run of the median rate's.",
+    ]
 
 
 def at_floor(figures: dict[str, Any]) -> bool:

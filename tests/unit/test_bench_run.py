@@ -131,3 +131,33 @@ def test_a_copy_seen_whole_between_two_polls_is_shown_as_a_lower_bound_without_a
     lines = scaling.scale(sc)
     assert "| 2048 | 200,000 | ≥ 19,048 | 100,000 | - |" in lines
     assert any(line.startswith("≥: every record arrived between two polls of the target") for line in lines)
+
+
+def test_each_topic_count_is_told_by_the_median_of_its_runs_not_by_one_slow_run() -> None:
+    from bench.scale import median_run
+
+    def run(per_s: int, first_s: float, new_s: float | None, copy_s: float) -> dict[str, object]:
+        return {
+            "copy_records_per_s": per_s,
+            "copy_seconds": copy_s,
+            "first_record_after_s": first_s,
+            "new_topic_seconds": new_s,
+            "new_topic_after_write_seconds": None if new_s is None else new_s - 0.04,
+            "records": 10_000,
+        }
+
+    runs = [run(3_214, 6.8, 3.6, 3.11), run(98_000, 6.4, 0.8, 0.1), run(48_000, 7.1, 1.3, 0.21)]
+    figures = median_run(runs)
+    assert figures["copy_records_per_s"] == 48_000 and figures["copy_seconds"] == 0.21  # one run's, together
+    assert figures["first_record_after_s"] == 6.8 and figures["new_topic_seconds"] == 1.3
+    assert figures["runs"] == runs
+    runs[2]["new_topic_seconds"] = None  # a run whose new topic never came: the others' median
+    assert median_run(runs)["new_topic_seconds"] == 2.2
+    assert median_run(runs[:1]) == runs[0]  # one run: as it was
+
+    sc = {
+        "command": "python -m bench.scale --repeat 3",
+        "partitions": [],
+        "topics": [{"topics": 100, "mirrormaker2": median_run(runs), "ours": median_run(runs), "ours_vs_mm2": 1.0}],
+    }
+    assert any(line.startswith("Each figure is the median of 3 runs of each tool") for line in scaling.scale(sc))
