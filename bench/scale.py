@@ -11,8 +11,8 @@ Topics: T topics of one partition with ``--per-topic`` records of 100 B each, bo
 continuous mode on a pattern admitting them (MM2 ``tasks.max`` = min(T, 8)); records/s from the
 first record visible on the target to the last. Then, with the replicator still running, a new
 topic matching the pattern is created and one record written to it: the seconds from creating the
-topic until that record is visible on the target. Each count is run ``--repeat`` times, the tools
-taking turns to go first; each figure is the median of its runs (every run is kept in the result):
+topic until that record is visible on the target. Each count (of partitions too) is run ``--repeat`` times,
+the tools taking turns to go first; each figure is the median of its runs (every run is kept in the result):
 a copy of 100 topics lasts a few tenths of a second, and one slow run must not stand for a shape.
 MM2 looks for new topics every ``refresh.topics.interval.seconds`` (default 600 s, which alone would
 decide this figure): it runs here with 5 s, ours plans at every trigger (1 s).
@@ -52,11 +52,17 @@ IDLE_SETTLE_S = 60.0  # after the remote topics exist: start-up work done (MM2's
 IDLE_WINDOW_S = 180.0
 
 
-def by_partitions(config_path: Path, partitions: int, records: int) -> dict[str, Any]:
-    print(f"  {partitions} partition(s): mirrormaker 2", flush=True)
-    theirs = mm2.run(config_path, records, 1024, partitions)
-    print(f"  {partitions} partition(s): ours", flush=True)
-    mine = available_now.run(config_path, records, 1024, partitions, exactly_once=True, tasks=2)
+def by_partitions(config_path: Path, partitions: int, records: int, repeat: int = 1) -> dict[str, Any]:
+    """One topic of ``partitions`` partitions, each tool ``repeat`` times taking turns (medians, median_run)."""
+    runs: dict[str, list[dict[str, Any]]] = {"mirrormaker2": [], "ours": []}
+    for round_ in range(repeat):
+        for tool in TOOL_ORDER[round_ % 2]:
+            print(f"  {partitions} partition(s): {tool} ({round_ + 1} of {repeat})", flush=True)
+            if tool == "mirrormaker2":
+                runs[tool].append(mm2.run(config_path, records, 1024, partitions))
+            else:
+                runs[tool].append(available_now.run(config_path, records, 1024, partitions, exactly_once=True, tasks=2))
+    theirs, mine = median_run(runs["mirrormaker2"]), median_run(runs["ours"])
     return {
         "partitions": partitions,
         "records": records,
@@ -250,7 +256,7 @@ def measure(
 ) -> dict[str, Any]:
     result: dict[str, Any] = {"partitions": [], "topics": [], "idle": None}
     for count in partitions:
-        result["partitions"].append(by_partitions(config_path, count, records))
+        result["partitions"].append(by_partitions(config_path, count, records, repeat))
     for count in topics:
         row: dict[str, Any] = {"topics": count, "per_topic": per_topic}
         runs: dict[str, list[dict[str, Any]]] = {"mirrormaker2": [], "ours": []}
@@ -281,7 +287,7 @@ def main() -> None:
     parser.add_argument(
         "--idle-topics", type=int, default=2000, help="CPU of both holding this many empty topics (0: not)"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each topic count per tool (medians)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each count per tool (medians)")
     args = parser.parse_args()
     result = measure(
         Path(args.config),

@@ -21,6 +21,7 @@ def scale(sc: dict[str, Any]) -> list[str]:
         "",
         "Partitions: one topic of 1 KiB records; MM2 `tasks.max` = partitions up to 8, ours 2 tasks (available-now);",
         "records/s timed as in the throughput section.",
+        *repeats(sc["partitions"]),
         "",
         "| partitions | records | MirrorMaker 2 | ours, exactly once | ours / MM2 |",
         "|---|---|---|---|---|",
