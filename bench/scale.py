@@ -32,6 +32,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +55,15 @@ IDLE_WINDOW_S = 180.0
 
 
 def by_partitions(config_path: Path, partitions: int, records: int, repeat: int = 1) -> dict[str, Any]:
-    """One topic of ``partitions`` partitions, each tool ``repeat`` times taking turns (medians, median_run)."""
-    runs: dict[str, list[dict[str, Any]]] = {"mirrormaker2": [], "ours": []}
-    for round_ in range(repeat):
-        for tool in TOOL_ORDER[round_ % 2]:
-            print(f"  {partitions} partition(s): {tool} ({round_ + 1} of {repeat})", flush=True)
-            if tool == "mirrormaker2":
-                runs[tool].append(mm2.run(config_path, records, 1024, partitions))
-            else:
-                runs[tool].append(available_now.run(config_path, records, 1024, partitions, exactly_once=True, tasks=2))
-    theirs, mine = median_run(runs["mirrormaker2"]), median_run(runs["ours"])
+    """One topic of ``partitions`` partitions, each tool ``repeat`` times (:func:`rounds`)."""
+
+    def run(tool: str) -> dict[str, Any]:
+        if tool == "mirrormaker2":
+            return mm2.run(config_path, records, 1024, partitions)
+        return available_now.run(config_path, records, 1024, partitions, exactly_once=True, tasks=2)
+
+    figures = rounds(repeat, f"{partitions} partition(s)", run)
+    theirs, mine = figures["mirrormaker2"], figures["ours"]
     return {
         "partitions": partitions,
         "records": records,
@@ -228,6 +229,17 @@ TOOL_ORDER = (("mirrormaker2", "ours"), ("ours", "mirrormaker2"))  # round by ro
 MEDIAN_FIGURES = ("first_record_after_s", "new_topic_seconds", "new_topic_after_write_seconds")
 
 
+def rounds(repeat: int, shape: str, run: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each tool's figures (:func:`median_run`) over ``repeat`` rounds of ``run(tool)``, the tools
+    taking turns to go first."""
+    runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in TOOL_ORDER[0]}
+    for round_ in range(repeat):
+        for tool in TOOL_ORDER[round_ % 2]:
+            print(f"  {shape}: {tool} ({round_ + 1} of {repeat})", flush=True)
+            runs[tool].append(run(tool))
+    return {tool: median_run(tool_runs) for tool, tool_runs in runs.items()}
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One tool's figures over its ``runs`` of a shape: the run of the median copy rate (its rate,
     copy time and poll figures belong together), the medians of the first record and the new
@@ -237,8 +249,9 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ordered = sorted(runs, key=lambda r: r.get("copy_records_per_s") or 0)  # a run that did not finish: lowest
     figures = {**ordered[(len(ordered) - 1) // 2], "runs": runs}
     for name in MEDIAN_FIGURES:
-        values = [r[name] for r in runs if r.get(name) is not None]
-        figures[name] = round(statistics.median(values), 2) if values else None
+        if any(name in r for r in runs):  # the topics' runs have them, the partitions' not
+            values = [r[name] for r in runs if r.get(name) is not None]
+            figures[name] = round(statistics.median(values), 2) if values else None
     return figures
 
 
@@ -259,13 +272,7 @@ def measure(
         result["partitions"].append(by_partitions(config_path, count, records, repeat))
     for count in topics:
         row: dict[str, Any] = {"topics": count, "per_topic": per_topic}
-        runs: dict[str, list[dict[str, Any]]] = {"mirrormaker2": [], "ours": []}
-        for round_ in range(repeat):
-            for tool in TOOL_ORDER[round_ % 2]:
-                print(f"  {count} topic(s): {tool} ({round_ + 1} of {repeat})", flush=True)
-                runs[tool].append(by_topics(config_path, count, per_topic, tool))
-        for tool, tool_runs in runs.items():
-            row[tool] = median_run(tool_runs)
+        row |= rounds(repeat, f"{count} topic(s)", partial(by_topics, config_path, count, per_topic))
         row["ours_vs_mm2"] = ratio(row["ours"]["copy_records_per_s"], row["mirrormaker2"]["copy_records_per_s"])
         result["topics"].append(row)
     if idle_topics:

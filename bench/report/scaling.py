@@ -86,7 +86,7 @@ def scale(sc: dict[str, Any]) -> list[str]:
 
 
 def repeats(rows: list[dict[str, Any]]) -> list[str]:
-    """How many runs each topic count's figures are the medians of (bench.scale.median_run), if more than one."""
+    """How many runs each row's figures are the medians of (bench.scale.median_run), if more than one."""
     counts = sorted({len(row[tool]["runs"]) for row in rows for tool in TOOLS if "runs" in row[tool]})
     if not counts:
         return []

@@ -127,6 +127,11 @@ def lifetime_slopes(samples: list[dict[str, Any]], name: str, restarts: list[flo
     return out
 
 
+def settled_minute(options: dict[str, Any]) -> float:
+    """From when the history is judged: the source's retention applied and a prune after it."""
+    return options["retention_minutes"] + options["prune_s"] / 60 + WINDOW_MIN
+
+
 def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
     """What issue 45 asks of the soak: (criterion, measured, met)."""
     samples, faults, o = result["samples"], result["faults"], result["options"]
@@ -174,7 +179,7 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
                     abs(worst) <= RSS_PERCENT_PER_HOUR,
                 )
             )
-    settled = o["retention_minutes"] + o["prune_s"] / 60 + WINDOW_MIN  # retention applied and pruned
+    settled = settled_minute(o)
     later = [s for s in samples if s["minute"] >= settled]
     unit, share = history_share(later)
     last = max((s["minute"] for s in later), default=settled)
@@ -300,8 +305,7 @@ def history_rate(result: dict[str, Any]) -> list[str]:
     (every transaction ends a run on each partition it touched, so this is the commit rate a
     partition sees) times the minutes it reaches back. In the windows the history's bound compares,
     and its range once retention applies; [] when the samples do not count settled rows."""
-    o = result["options"]
-    settled = o["retention_minutes"] + o["prune_s"] / 60 + WINDOW_MIN
+    settled = settled_minute(result["options"])
     points = [
         (s["minute"], s["settled_rows"] / s["settled_partitions"] / s["history_span_min"])
         for s in result["samples"]

@@ -173,3 +173,19 @@ def test_each_topic_count_is_told_by_the_median_of_its_runs_not_by_one_slow_run(
     ]
     said = [line for line in scaling.scale(sc) if line.startswith("Each figure is the median of 3 runs of each tool")]
     assert len(said) == 2  # under the partitions' table and under the topics'
+
+
+def test_the_tools_take_turns_to_go_first_and_a_partition_counts_figures_gain_no_topic_fields() -> None:
+    from bench.scale import rounds
+
+    order: list[str] = []
+
+    def run(tool: str) -> dict[str, object]:
+        order.append(tool)
+        return {"copy_records_per_s": 100 * len(order), "copy_seconds": 1.0, "records": 100}
+
+    figures = rounds(3, "512 partition(s)", run)
+    assert order == ["mirrormaker2", "ours", "ours", "mirrormaker2", "mirrormaker2", "ours"]
+    assert figures["mirrormaker2"]["copy_records_per_s"] == 400  # of 100, 400, 500
+    assert figures["ours"]["copy_records_per_s"] == 300  # of 200, 300, 600
+    assert "new_topic_seconds" not in figures["ours"] and len(figures["ours"]["runs"]) == 3
