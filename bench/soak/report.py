@@ -129,7 +129,7 @@ def lifetime_slopes(samples: list[dict[str, Any]], name: str, restarts: list[flo
 
 def settled_minute(options: dict[str, Any]) -> float:
     """From when the history is judged: the source's retention applied and a prune after it."""
-    return options["retention_minutes"] + options["prune_s"] / 60 + WINDOW_MIN
+    return float(options["retention_minutes"]) + float(options["prune_s"]) / 60 + WINDOW_MIN
 
 
 def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
