@@ -19,7 +19,8 @@ decide this figure): it runs here with 5 s, ours plans at every trigger (1 s).
 
 Idle: both replicators holding ``--idle-topics`` empty topics of one partition in continuous mode;
 the CPU seconds per minute of each one's process tree over IDLE_WINDOW_S, once every remote topic
-exists and IDLE_SETTLE_S more have passed.
+exists and IDLE_SETTLE_S more have passed; ``--repeat`` times too, the median run reported (single
+runs of either tool spread by a few tenths of a CPU second a minute).
 """
 
 from __future__ import annotations
@@ -229,24 +230,27 @@ TOOL_ORDER = (("mirrormaker2", "ours"), ("ours", "mirrormaker2"))  # round by ro
 MEDIAN_FIGURES = ("first_record_after_s", "new_topic_seconds", "new_topic_after_write_seconds")
 
 
-def rounds(repeat: int, shape: str, run: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each tool's figures (:func:`median_run`) over ``repeat`` rounds of ``run(tool)``, the tools
-    taking turns to go first."""
+def rounds(
+    repeat: int, shape: str, run: Callable[[str], dict[str, Any]], by: str = "copy_records_per_s"
+) -> dict[str, dict[str, Any]]:
+    """Each tool's figures (:func:`median_run` by the figure ``by``) over ``repeat`` rounds of
+    ``run(tool)``, the tools taking turns to go first."""
     runs: dict[str, list[dict[str, Any]]] = {tool: [] for tool in TOOL_ORDER[0]}
     for round_ in range(repeat):
         for tool in TOOL_ORDER[round_ % 2]:
             print(f"  {shape}: {tool} ({round_ + 1} of {repeat})", flush=True)
             runs[tool].append(run(tool))
-    return {tool: median_run(tool_runs) for tool, tool_runs in runs.items()}
+    return {tool: median_run(tool_runs, by) for tool, tool_runs in runs.items()}
 
 
-def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One tool's figures over its ``runs`` of a shape: the run of the median copy rate (its rate,
-    copy time and poll figures belong together), the medians of the first record and the new
-    topic's times over all runs (those that had one), and every run under ``runs``."""
+def median_run(runs: list[dict[str, Any]], by: str = "copy_records_per_s") -> dict[str, Any]:
+    """One tool's figures over its ``runs`` of a shape: the run of the median ``by`` (the copy rate:
+    its rate, copy time and poll figures belong together; idle: the CPU a minute), the medians of
+    the first record and the new topic's times over all runs (those that had one), and every run
+    under ``runs``."""
     if len(runs) == 1:
         return runs[0]
-    ordered = sorted(runs, key=lambda r: r.get("copy_records_per_s") or 0)  # a run that did not finish: lowest
+    ordered = sorted(runs, key=lambda r: r.get(by) or 0)  # a copy that did not finish: lowest
     figures = {**ordered[(len(ordered) - 1) // 2], "runs": runs}
     for name in MEDIAN_FIGURES:
         if any(name in r for r in runs):  # the topics' runs have them, the partitions' not
@@ -276,11 +280,12 @@ def measure(
         row["ours_vs_mm2"] = ratio(row["ours"]["copy_records_per_s"], row["mirrormaker2"]["copy_records_per_s"])
         result["topics"].append(row)
     if idle_topics:
-        idle: dict[str, Any] = {"topics": idle_topics}
-        for tool in ("mirrormaker2", "ours"):
-            print(f"  {idle_topics} idle topic(s): {tool}", flush=True)
-            idle[tool] = idle_cpu(config_path, idle_topics, tool, idle_settle_s, idle_window_s)
-        result["idle"] = idle
+
+        def hold(tool: str) -> dict[str, Any]:
+            return idle_cpu(config_path, idle_topics, tool, idle_settle_s, idle_window_s)
+
+        idle = rounds(repeat, f"{idle_topics} idle topic(s)", hold, "cpu_seconds_per_minute")
+        result["idle"] = {"topics": idle_topics, **idle}
     return result
 
 

@@ -72,7 +72,7 @@ def scale(sc: dict[str, Any]) -> list[str]:
             "",
             f"Idle: {again}{'Both' if again else 'both'} holding {idle['topics']:,} empty topics in continuous mode;",
             "CPU seconds per minute of each one's process tree (PySpark's Python workers included) over",
-            f"{ours['window_s']:.0f} s, from a minute after every remote topic existed.",
+            f"{ours['window_s']:.0f} s, from a minute after every remote topic existed{idle_runs(idle)}.",
             "",
             "| | MirrorMaker 2 | ours |",
             "|---|---|---|",
@@ -95,6 +95,18 @@ def repeats(rows: list[dict[str, Any]]) -> list[str]:
         f"Each figure is the median of {runs} runs of each tool, the tools taking turns to go first (every run",
         "is in `results.json`); the records/s is the run of the median rate's.",
     ]
+
+
+def idle_runs(idle: dict[str, Any]) -> str:
+    """The idle figures' runs (bench.scale.median_run by CPU a minute), if more than one: each
+    tool's, and which is the median."""
+    if "runs" not in idle["ours"]:
+        return ""
+    each = "; ".join(
+        f"{name} {' / '.join(str(r['cpu_seconds_per_minute']) for r in idle[tool]['runs'])}"
+        for tool, name in zip(TOOLS, ("MirrorMaker 2", "ours"), strict=True)
+    )
+    return f"; the median of {len(idle['ours']['runs'])} runs of each tool, taking turns to go first ({each})"
 
 
 def at_floor(figures: dict[str, Any]) -> bool:

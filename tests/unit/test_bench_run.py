@@ -189,3 +189,24 @@ def test_the_tools_take_turns_to_go_first_and_a_partition_counts_figures_gain_no
     assert figures["mirrormaker2"]["copy_records_per_s"] == 400  # of 100, 400, 500
     assert figures["ours"]["copy_records_per_s"] == 300  # of 200, 300, 600
     assert "new_topic_seconds" not in figures["ours"] and len(figures["ours"]["runs"]) == 3
+
+
+def test_idle_cpu_is_the_median_run_by_cpu_a_minute_and_the_report_names_every_run() -> None:
+    from bench.report import scaling
+    from bench.scale import rounds
+
+    cpu = iter([2.5, 2.1, 1.9, 2.6, 2.4, 2.2])  # mm2, ours, ours, mm2, mm2, ours
+
+    def hold(tool: str) -> dict[str, object]:
+        return {"tool": tool, "cpu_seconds_per_minute": next(cpu), "window_s": 180.0, "remote_topics_after_s": 11.0}
+
+    idle = {"topics": 2000, **rounds(3, "2000 idle topic(s)", hold, "cpu_seconds_per_minute")}
+    assert idle["mirrormaker2"]["cpu_seconds_per_minute"] == 2.5  # of 2.5, 2.6, 2.4
+    assert idle["ours"]["cpu_seconds_per_minute"] == 2.1  # of 2.1, 1.9, 2.2
+    sc = {"command": "python -m bench.scale --repeat 3", "partitions": [], "topics": [], "idle": idle}
+    text = "\n".join(scaling.scale(sc))
+    assert (
+        "the median of 3 runs of each tool, taking turns to go first "
+        "(MirrorMaker 2 2.5 / 2.6 / 2.4; ours 2.1 / 1.9 / 2.2)" in text
+    )
+    assert "| CPU seconds per minute | 2.5 | 2.1 |" in text
