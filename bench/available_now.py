@@ -25,12 +25,14 @@ from typing import Any
 
 import yaml
 
-from bench.common import producer_performance_args
+from bench.common import FILL_TIMEOUT_S, producer_performance_args
 from bench.usage import Usage
-from bench.watch import POLL_S, TargetWatch
+from bench.watch import POLL_S, TargetWatch, visible_records
 from srm.config import load_config
+from srm.config.model import Cluster
 from srm.devenv.jvm import kafka_command
 from srm.kafka import clients
+from srm.kafka.partitions import await_served
 from srm.kafka.topics import ensure_topic
 from srm.spark.submit import spark_submit_command, submit_environment
 
@@ -38,16 +40,31 @@ BATCH_LINE = re.compile(r"batch \d+: (\d+) record\(s\), ([\d.]+) MiB from \d+ of
 PHASES = re.compile(r"batch \d+: .* records/s; ([^)]*)\)")
 
 
-def fill(bootstrap: str, topic: str, records: int, size: int) -> float:
-    """Produce ``records`` of ``size`` bytes with Kafka's ProducerPerformance; returns seconds."""
+def fill(source: Cluster, topic: str, partitions: int, records: int, size: int) -> float:
+    """Produce ``records`` of ``size`` bytes into the just-created ``topic`` with Kafka's
+    ProducerPerformance, once the leaders of its partitions serve them; returns seconds.
+
+    ProducerPerformance counts a record it could not deliver and goes on (at 2,048 partitions
+    just created, 253 of 200,000 were refused with UNKNOWN_TOPIC_OR_PART), and a copy then waits
+    for records that never were: the source must hold them all, or the run stops saying so."""
+    admin = clients.admin_client(source)
+    keys = [(topic, p) for p in range(partitions)]
+    await_served(admin, keys, FILL_TIMEOUT_S)
     started = time.monotonic()
     command = kafka_command(
         "org.apache.kafka.tools.ProducerPerformance",
-        *producer_performance_args(bootstrap, topic, records, size),
+        *producer_performance_args(source.bootstrap_servers or "", topic, records, size),
         heap="512m",
     )
-    subprocess.run(command, check=True, capture_output=True)
-    return time.monotonic() - started
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    held = visible_records(admin, {topic: partitions}, present=keys)
+    if held != records:
+        raise SystemExit(
+            f"{source.alias}: {topic} holds {held:,} of the {records:,} records ProducerPerformance was to write:\n"
+            f"{(done.stdout + done.stderr)[-2000:]}"
+        )
+    return seconds
 
 
 def flow_config(
@@ -101,7 +118,7 @@ def run(
     process: subprocess.Popen[str] | None = None
     try:
         ensure_topic(clients.admin_client(source_cluster), topic, partitions)
-        fill_s = fill(source_cluster.bootstrap_servers or "", topic, records, size)
+        fill_s = fill(source_cluster, topic, partitions, records, size)
         with tempfile.TemporaryDirectory() as tmp:
             path, source, target = flow_config(base, Path(tmp), topic, exactly_once, tasks)
             remote = f"{source}.{topic}"
