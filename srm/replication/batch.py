@@ -35,7 +35,7 @@ from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.progress import Progress
 from srm.replication.remote_topics import RemoteTopics, deleted_error, describe_gone
-from srm.replication.slot_daemons import SlotDaemons, Warmup, slot_rdd
+from srm.replication.slot_daemons import EXECUTORS_WAIT_S, SlotDaemons, Warmup, slot_rdd, task_slots
 from srm.storage.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
@@ -254,11 +254,12 @@ class BatchRunner:
     def _copy_rdd(self, batch_id: int, jobs: list[CopyJob], task: Any) -> Any:
         context = self.spark.sparkContext
         slots = len(jobs)
-        if slots > context.defaultParallelism and self.mode == "continuous":
+        if self.mode == "continuous" and slots > (running := task_slots(context, slots)):
+            waited = "" if context.master.startswith("local") else f" after {EXECUTORS_WAIT_S:.0f} s for executors"
             raise ReplicationError(
                 f"flow {self.flow.name}: tasks.max {slots} needs {slots} Spark tasks at once for its leases, but the "
-                f"application runs {context.defaultParallelism} (master {context.master}); give it more cores "
-                "(e.g. --master local[N]) or lower tasks.max"
+                f"application runs {running}{waited} (master {context.master}); give it more cores "
+                "(e.g. --master local[N], spark.cores.max) or lower tasks.max"
             )
         self.slot_daemons.used(job.slot for job in jobs)
         partitions = sum(len(job.ranges) for job in jobs)

@@ -39,6 +39,9 @@ SLOT_VARIABLE = "SRM_COPY_SLOT"
 RETIRE_AFTER_S = 150.0
 DAEMON_MODULE = "pyspark.daemon"
 WARMUP_WAIT_S = 120.0  # the first batch's longest wait for the warm-up; then it starts without it
+# A cluster's executors register with the driver after the application starts, one by one: how
+# long a continuous flow's first lease waits for cores for all its slots before it fails.
+EXECUTORS_WAIT_S = 60.0
 
 
 def slot_rdd(context: Any, flow: str, slot: int, items: list[Any], task: Callable[[Any], Any]) -> Any:
@@ -57,6 +60,18 @@ def slot_rdd(context: Any, flow: str, slot: int, items: list[Any], task: Callabl
     finally:
         context.environment.pop(SLOT_VARIABLE, None)
     return rdd
+
+
+def task_slots(context: Any, wanted: int, wait_s: float = EXECUTORS_WAIT_S) -> int:
+    """How many tasks the application runs at once (Spark's default parallelism). On a cluster
+    master that is the cores of the executors registered so far (at least 2), so it waits up to
+    ``wait_s`` for it to reach ``wanted``; a local master's is fixed."""
+    deadline = time.monotonic() + wait_s
+    while (running := int(context.defaultParallelism)) < wanted and not str(context.master).startswith("local"):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    return running
 
 
 def warm(slot: int) -> list[tuple[int, int, int]]:

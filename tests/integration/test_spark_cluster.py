@@ -87,7 +87,8 @@ def test_a_continuous_flow_on_the_cluster_copies_every_record_once(
     env = make_env(
         kafka,
         tmp_path,
-        [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 2, "task.lease.seconds": 5}],
+        # 4 slots: the cores of both workers, whose executors register one after the other
+        [{"source": "west", "target": "east", "topics": [topic], "tasks.max": 4, "task.lease.seconds": 5}],
     )
     flow = env.flow()
     ensure_topic(clients.admin_client(env.west), topic, 4)

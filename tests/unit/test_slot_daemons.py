@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -55,3 +56,31 @@ def test_on_a_cluster_nothing_is_stopped(daemons: dict[str, subprocess.Popen[byt
     slots.used([0, 1, 2], now=0.0)
     assert slots.used([0], now=10 * RETIRE_AFTER_S) == []
     assert all(p.poll() is None for p in daemons.values())
+
+
+class Registering:
+    """A SparkContext's default parallelism as executors register: ``steps`` values, one a look."""
+
+    def __init__(self, master: str, steps: list[int]) -> None:
+        self.master = master
+        self.steps = steps
+        self.looks = 0
+
+    @property
+    def defaultParallelism(self) -> int:
+        value = self.steps[min(self.looks, len(self.steps) - 1)]
+        self.looks += 1
+        return value
+
+
+def test_a_cluster_flow_waits_for_its_executors_cores_and_a_local_one_does_not() -> None:
+    from srm.replication.slot_daemons import task_slots
+
+    cluster = Registering("spark://127.0.0.1:7077", [2, 2, 2, 4])  # the second executor registers
+    assert task_slots(cluster, 4, wait_s=5) == 4 and cluster.looks == 4
+    local = Registering("local[*, 4]", [2, 4])
+    assert task_slots(local, 4, wait_s=5) == 2 and local.looks == 1  # a local master's cores are fixed
+    short = Registering("spark://127.0.0.1:7077", [2])
+    started = time.monotonic()
+    assert task_slots(short, 4, wait_s=0.5) == 2  # never enough: what it has after the wait
+    assert 0.5 <= time.monotonic() - started < 2
