@@ -25,6 +25,7 @@ from srm.kafka.partitions import list_offsets
 from srm.kafka.topics import partition_counts
 
 POLL_S = 0.1
+ANSWER_TIMEOUT_S = 5.0
 
 
 def visible_records(
@@ -41,6 +42,31 @@ def visible_records(
     except SrmError:  # just created: leaders are still being elected
         return 0
     return sum(ends.values())
+
+
+def answered_end_offsets(admin: Any, present: list[tuple[str, int]], *, committed: bool) -> tuple[int, bool]:
+    """Sum of the end offsets of those of ``present`` whose leaders answer at once, and whether
+    every one did. Right after a topic of thousands of partitions is created their leaders refuse
+    for seconds, and a ListOffsets retried until all answer (:func:`visible_records`) would let a
+    whole copy pass unseen within one poll: a partition not answering yet counts 0 this time."""
+    from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    if not present:
+        return 0, False
+    level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in present}  # type: ignore[no-untyped-call]
+    try:
+        futures = admin.list_offsets(request, isolation_level=level, request_timeout=ANSWER_TIMEOUT_S)
+    except KafkaException:  # the client's metadata has not got the topic yet
+        return 0, False
+    total, everyone = 0, True
+    for future in futures.values():
+        try:
+            total += future.result(timeout=ANSWER_TIMEOUT_S).offset
+        except (KafkaException, TimeoutError):
+            everyone = False
+    return total, everyone
 
 
 def present_partitions(admin: Any, topics: dict[str, int]) -> list[tuple[str, int]]:
@@ -63,7 +89,7 @@ class TargetWatch(threading.Thread):
         self.done: float | None = None
         self.seen = 0
         self.slowest_poll = 0.0  # the figures' resolution: a poll's own time, plus POLL_S
-        self.none_at = self.started  # when a poll last began that found no record yet
+        self.none_at = self.started  # when a poll last began that every partition answered with no record
         self.within_one_poll = False  # the first record and the last one became visible between two polls
         self._stop_event = threading.Event()
         self.start()
@@ -78,11 +104,12 @@ class TargetWatch(threading.Thread):
             first_round = False
             if self.first is None:
                 asked = time.monotonic()
-                if visible_records(self.admin, self.topics, committed=False, present=present):
+                written, everyone = answered_end_offsets(self.admin, present, committed=False)
+                if written:
                     self.first, first_round = time.monotonic(), True
-                else:
+                elif everyone:  # nothing anywhere when this poll began; a partition not answering proves nothing
                     self.none_at = asked
-            self.seen = visible_records(self.admin, self.topics, present=present)
+            self.seen = answered_end_offsets(self.admin, present, committed=True)[0]
             now = time.monotonic()
             self.slowest_poll = max(self.slowest_poll, now - began)
             if self.seen >= self.expected:
