@@ -43,7 +43,7 @@ from bench import (
 )
 from bench.report.copying import latency_bounds, ratio
 from bench.report.plots import PLOT
-from bench.report.scaling import secs
+from bench.report.scaling import scale_ratio, secs
 from srm.config import load_config
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -160,12 +160,15 @@ def findings(results: dict[str, Any]) -> list[str]:
         f"{fo['mirrormaker2']['skipped']:,} records; ours re-read {fo['ours']['re_read']:,} and skip "
         f"{fo['ours']['skipped']:,}."
     )
+    unresolved = "not resolved (every record arrived between two polls of the target)"
     for row in results["scale"]["partitions"]:
-        lines.append(f"- Scale, {row['partitions']} partition(s): ours / MirrorMaker 2 = {row['ours_vs_mm2']}.")
+        lines.append(
+            f"- Scale, {row['partitions']} partition(s): ours / MirrorMaker 2 = {scale_ratio(row) or unresolved}."
+        )
     for row in results["scale"]["topics"]:
         lines.append(
-            f"- Scale, {row['topics']} topic(s): ours / MirrorMaker 2 = {row['ours_vs_mm2']}; a new topic's first "
-            f"record on the target after {secs(row['ours']['new_topic_seconds'])} (ours) and "
+            f"- Scale, {row['topics']} topic(s): ours / MirrorMaker 2 = {scale_ratio(row) or unresolved}; "
+            f"a new topic's first record on the target after {secs(row['ours']['new_topic_seconds'])} (ours) and "
             f"{secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
         )
     agg = results.get("aggregation")

@@ -27,10 +27,9 @@ def scale(sc: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for row in sc["partitions"]:
-        floor = at_floor(row["mirrormaker2"]) or at_floor(row["ours"])
         lines.append(
             f"| {row['partitions']} | {row['records']:,} | {rate(row['mirrormaker2'])} "
-            f"| {rate(row['ours'])} | {'-' if floor or row['ours_vs_mm2'] is None else row['ours_vs_mm2']} |"
+            f"| {rate(row['ours'])} | {scale_ratio(row) or '-'} |"
         )
     lines += [
         "",
@@ -48,10 +47,9 @@ def scale(sc: dict[str, Any]) -> list[str]:
     ]
     for row in sc["topics"]:
         theirs, ours = row["mirrormaker2"], row["ours"]
-        floor = at_floor(theirs) or at_floor(ours)
         lines.append(
             f"| {row['topics']} | {ours['records']:,} | {rate(theirs)} | {rate(ours)} "
-            f"| {'-' if floor or row['ours_vs_mm2'] is None else row['ours_vs_mm2']} | {first_record(theirs)} "
+            f"| {scale_ratio(row) or '-'} | {first_record(theirs)} "
             f"| {first_record(ours)} | {new_topic(theirs)} | {new_topic(ours)} |"
         )
     if any(at_floor(row[tool]) for part in ("partitions", "topics") for row in sc[part] for tool in TOOLS):
@@ -107,6 +105,13 @@ def idle_runs(idle: dict[str, Any]) -> str:
         for tool, name in zip(TOOLS, ("MirrorMaker 2", "ours"), strict=True)
     )
     return f"; the median of {len(idle['ours']['runs'])} runs of each tool, taking turns to go first ({each})"
+
+
+def scale_ratio(row: dict[str, Any]) -> float | None:
+    """Ours / MM2's copy rate of a scale row; None when either copy is only bounded (:func:`at_floor`)."""
+    if any(at_floor(row[tool]) for tool in TOOLS):
+        return None
+    return row["ours_vs_mm2"]  # type: ignore[no-any-return]
 
 
 def at_floor(figures: dict[str, Any]) -> bool:

@@ -210,3 +210,12 @@ def test_idle_cpu_is_the_median_run_by_cpu_a_minute_and_the_report_names_every_r
         "(MirrorMaker 2 2.5 / 2.6 / 2.4; ours 2.1 / 1.9 / 2.2)" in text
     )
     assert "| CPU seconds per minute | 2.5 | 2.1 |" in text
+
+
+def test_a_scale_ratio_is_not_given_when_either_copy_passed_within_one_poll() -> None:
+    timed = {"copy_seconds": 1.2, "within_one_poll": False}
+    bounded = {"copy_seconds": 0.4, "within_one_poll": True}
+
+    assert scaling.scale_ratio({"mirrormaker2": timed, "ours": timed, "ours_vs_mm2": 3.1}) == 3.1
+    assert scaling.scale_ratio({"mirrormaker2": bounded, "ours": timed, "ours_vs_mm2": 3.1}) is None
+    assert scaling.scale_ratio({"mirrormaker2": timed, "ours": bounded, "ours_vs_mm2": 0.5}) is None
