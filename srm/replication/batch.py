@@ -66,8 +66,8 @@ class BatchRunner:
         self.source = config.cluster(flow.source)
         self.target = config.cluster(flow.target)
         self.settings_watch = clients.SettingsWatch(self.source, self.target)
-        self.source_admin = clients.admin_client(self.source)
-        self.target_admin = clients.admin_client(self.target)
+        self.source_admin = clients.settled(clients.admin_client(self.source))
+        self.target_admin = clients.settled(clients.admin_client(self.target))
         self.remote_topics = RemoteTopics(flow, self.target, self.source_admin, self.target_admin, self._gone)
         self.history_topic = history_topic_name(flow)
         # Warehouse appends are idempotent per (plan log, this run, batch): a batch replayed after a

@@ -354,7 +354,7 @@ class CopyLoop:
     # --- target clients -----------------------------------------------------------------------
     def _progress_reader(self) -> Any:
         def build() -> Any:
-            return clients.reader(self.job.target, progress_group(self.job.flow.source))
+            return clients.settled(clients.reader(self.job.target, progress_group(self.job.flow.source)))
 
         return self.cache.client(("progress", self.job.flow.name), build, self.writer.digest)
 
@@ -362,13 +362,17 @@ class CopyLoop:
         """The consumer a continuous copier follows the ownership records with (OwnerTail)."""
 
         def build() -> Any:
-            return clients.consumer(self.job.target, progress_group(self.job.flow.source), **OWNERS_TAIL_READER)
+            return clients.settled(
+                clients.consumer(self.job.target, progress_group(self.job.flow.source), **OWNERS_TAIL_READER)
+            )
 
         return self.cache.client(("owners-tail", self.job.flow.name), build, self.writer.digest)
 
     def _target_admin(self) -> Any:
         return self.cache.client(
-            ("target-admin", self.job.flow.name), lambda: clients.admin_client(self.job.target), self.writer.digest
+            ("target-admin", self.job.flow.name),
+            lambda: clients.settled(clients.admin_client(self.job.target)),
+            self.writer.digest,
         )
 
 

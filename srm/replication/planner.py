@@ -55,8 +55,8 @@ class Planner:
         self.selector: TopicSelector
         self._load()
         self.settings_watch = clients.SettingsWatch(self.config.cluster(source), self.config.cluster(target))
-        self.source_admin = clients.admin_client(self.config.cluster(source))
-        self.target_admin = clients.admin_client(self.config.cluster(target))
+        self.source_admin = clients.settled(clients.admin_client(self.config.cluster(source)))
+        self.target_admin = clients.settled(clients.admin_client(self.config.cluster(target)))
         self._ahead = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-plan-ahead")
         self._early: futures.Future[tuple[plan.Positions, dict[str, str]]] | None = None
 

@@ -87,11 +87,14 @@ class SourceReader:
 
     def _build_consumer(self, *, quiet: bool = False) -> Any:
         wait = {"fetch.wait.max.ms": QUIET_FETCH_WAIT_MS} if quiet else {}
-        return clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **{**CONSUMER_SETTINGS, **wait})
+        built = clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **{**CONSUMER_SETTINGS, **wait})
+        return clients.settled(built)
 
     def admin(self) -> Any:
         return self.cache.client(
-            ("source-admin", self.job.flow.name), lambda: clients.admin_client(self.job.source), self.digest
+            ("source-admin", self.job.flow.name),
+            lambda: clients.settled(clients.admin_client(self.job.source)),
+            self.digest,
         )
 
     def log_starts(self, keys: list[Key]) -> dict[Key, int]:

@@ -124,7 +124,7 @@ class TargetWriter:
             settings["transactional.id"] = transactional_id
         else:
             settings["enable.idempotence"] = True
-        producer = clients.producer(self.job.target, **settings)
+        producer = clients.settled(clients.producer(self.job.target, **settings))
         if self.exactly_once:
             try:
                 self._retry(lambda: producer.init_transactions(self._call_timeout()), transactional_id)

@@ -79,6 +79,7 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[Consumer]:
         return consumers[-1]
 
     monkeypatch.setattr(source_reader.clients, "consumer", consumer)
+    monkeypatch.setattr(source_reader.clients, "settled", lambda client: client)  # no broker to learn of
     return consumers
 
 

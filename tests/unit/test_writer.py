@@ -364,6 +364,7 @@ def test_a_producer_that_cannot_start_past_the_bound_is_a_lasting_fault_naming_w
     ticks = iter(range(0, 1000, 40))
     cache.kept[("outage", copy_job.flow.name, "0")] = writer.outage = Outage(clock=lambda: float(next(ticks)))
     monkeypatch.setattr(writer_module.clients, "producer", lambda *a, **k: Frozen())
+    monkeypatch.setattr(writer_module.clients, "settled", lambda client: client)
     monkeypatch.setattr(outage_module, "RETRY_PAUSE_S", 0.0)
     with pytest.raises(LastingFaultError, match=r"^flow a->b: slot 0 copying t\[0\] at offset 7: failing since "):
         writer._build_producer("srm-replicate.a.b.1.0")
