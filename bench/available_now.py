@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from bench.common import FILL_TIMEOUT_S, producer_performance_args
+from bench.common import FILL_TIMEOUT_S, drop_run_topics, producer_performance_args
 from bench.usage import Usage
 from bench.watch import POLL_S, TargetWatch, visible_records
 from srm.config import load_config
@@ -146,10 +146,10 @@ def run(
                     process.kill()
                     process.wait()
     finally:  # a run's topics hold records x size on each cluster: the disk fills without this
-        from bench.latency import delete_topics  # it imports this module
-
-        delete_topics(source_cluster, [topic])
-        delete_topics(config.cluster(flow.target), [remote] if remote else [])
+        # the flow's aliases are "bs" and "bt" + one token: its remote and internal topics hold it
+        drop_run_topics(
+            source_cluster, config.cluster(flow.target), topic, remote.split(".")[0][2:] if remote else topic
+        )
     if process.returncode != 0:
         raise SystemExit(f"replication failed:\n{output[-3000:]}")
     # spark-submit merges the Python driver's stderr into the JVM's stdout.

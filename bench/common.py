@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from srm.config.model import Cluster
 from srm.kafka import clients
 from srm.kafka.partitions import await_served
+from srm.kafka.topics import partition_counts
 
 FILL_TIMEOUT_S = 120.0
 
@@ -56,3 +57,16 @@ def fill_partitions(
     if producer.flush(FILL_TIMEOUT_S):
         topics = len({t for t, _ in keys})
         raise RuntimeError(f"records to {topics} topics not acknowledged within {FILL_TIMEOUT_S:.0f} s")
+
+
+def drop_run_topics(source: Cluster, target: Cluster, topic: str, token: str) -> None:
+    """Delete a run's topic on ``source`` and every topic whose name holds ``token`` (the run's
+    cluster aliases: its remote topic, heartbeats and the replicator's internal topics) on both
+    clusters: records x size on each cluster per run, and hundreds of small topics a full run."""
+    from bench.latency import delete_topics  # it imports bench.available_now, which imports this
+
+    for cluster, own in ((source, [topic]), (target, [])):
+        names = [
+            name for name in partition_counts(clients.admin_client(cluster), include_internal=True) if token in name
+        ]
+        delete_topics(cluster, [*own, *names])

@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.available_now import fill, workload_parser
+from bench.common import drop_run_topics
 from bench.usage import Usage
 from bench.watch import POLL_S, TargetWatch
 from srm.config import load_config
-from srm.config.model import Cluster
 from srm.devenv.jvm import kafka_command
 from srm.kafka import clients
-from srm.kafka.topics import ensure_topic, partition_counts
+from srm.kafka.topics import ensure_topic
 
 # MM2's tasks: one per partition up to 8 (as bench.scale's topics runs). 2,048 tasks, each with its
 # own consumer and producer, on this 2-core machine did not copy 200,000 records in 15 minutes.
@@ -101,7 +101,7 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
                     process.wait(STOP_S)
                 used = usage.finish()
     wall = (watch.done or time.monotonic()) - watch.started
-    drop_topics(source_cluster, target_cluster, topic, token)
+    drop_run_topics(source_cluster, target_cluster, topic, token)
     return {
         "tool": "mirrormaker2",
         "records": records,
@@ -115,18 +115,6 @@ def run(base: Path, records: int, size: int, partitions: int, timeout_s: float =
         **watch.figures(records, size),
         **used,
     }
-
-
-def drop_topics(source: Cluster, target: Cluster, topic: str, token: str) -> None:
-    """Delete a run's topic, its copy and MM2's internal topics of the run's aliases (their names
-    hold ``token``): records x size on each cluster per run."""
-    from bench.latency import delete_topics  # it imports bench.available_now, which this imports
-
-    for cluster, own in ((source, [topic]), (target, [])):
-        names = [
-            name for name in partition_counts(clients.admin_client(cluster), include_internal=True) if token in name
-        ]
-        delete_topics(cluster, [*own, *names])
 
 
 def main() -> None:
