@@ -114,14 +114,14 @@ def run(
     flow = config.enabled_flows()[0]
     source_cluster = config.cluster(flow.source)
     topic = f"bench-{uuid.uuid4().hex[:8]}"
-    remote = None
+    token = topic  # until the flow's aliases exist: "bs" and "bt" + a token its remote and internal topics hold
     process: subprocess.Popen[str] | None = None
     try:
         ensure_topic(clients.admin_client(source_cluster), topic, partitions)
         fill_s = fill(source_cluster, topic, partitions, records, size)
         with tempfile.TemporaryDirectory() as tmp:
             path, source, target = flow_config(base, Path(tmp), topic, exactly_once, tasks)
-            remote = f"{source}.{topic}"
+            token = source.removeprefix("bs")
             command = spark_submit_command(
                 "replicate.py",
                 ["--source", source, "--target", target, "--mode", "available-now", "--config", str(path)],
@@ -146,10 +146,7 @@ def run(
                     process.kill()
                     process.wait()
     finally:  # a run's topics hold records x size on each cluster: the disk fills without this
-        # the flow's aliases are "bs" and "bt" + one token: its remote and internal topics hold it
-        drop_run_topics(
-            source_cluster, config.cluster(flow.target), topic, remote.split(".")[0][2:] if remote else topic
-        )
+        drop_run_topics(source_cluster, config.cluster(flow.target), topic, token)
     if process.returncode != 0:
         raise SystemExit(f"replication failed:\n{output[-3000:]}")
     # spark-submit merges the Python driver's stderr into the JVM's stdout.

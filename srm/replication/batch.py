@@ -183,7 +183,8 @@ class BatchRunner:
             return False
         name, which = self.flow.name, " and ".join(changed)
         try:
-            source_admin, target_admin = clients.admin_client(self.source), clients.admin_client(self.target)
+            source_admin = clients.settled(clients.admin_client(self.source))
+            target_admin = clients.settled(clients.admin_client(self.target))
             if self.target.alias in changed:
                 self.owner.use_target(self.target)  # its new producer first: it may fail
         except SrmError as exc:

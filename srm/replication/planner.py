@@ -144,7 +144,8 @@ class Planner:
         changed = self.settings_watch.changed(source, target)
         if not changed:
             return
-        self.source_admin, self.target_admin = clients.admin_client(source), clients.admin_client(target)
+        self.source_admin = clients.settled(clients.admin_client(source))
+        self.target_admin = clients.settled(clients.admin_client(target))
         if self.control is not None and target.alias in changed:
             control = ControlReader(target)
             control.poll()  # may fail (the target away): the current reader stays, tried again next time
