@@ -23,29 +23,38 @@ from tests.spark_cluster import StandaloneCluster
 
 
 def measure(
-    config: Path, records: int, size: int, partitions: int | list[int], *, tasks: int, workers: list[int]
+    config: Path,
+    records: int,
+    size: int,
+    partitions: int | list[int],
+    *,
+    tasks: int,
+    workers: list[int],
+    repeat: int = 1,
 ) -> dict[str, Any]:
     counts = partitions if isinstance(partitions, list) else [partitions]
     return {
         "rows": [
-            row for count in counts for row in by_master(config, records, size, count, tasks=tasks, workers=workers)
+            row
+            for count in counts
+            for row in by_master(config, records, size, count, tasks=tasks, workers=workers, repeat=repeat)
         ]
     }
 
 
-def by_master(config: Path, records: int, size: int, partitions: int, *, tasks: int, workers: list[int]) -> list[Any]:
-    """The copy on local[*, 4], then on each cluster of ``workers`` workers; each row with its
+def by_master(
+    config: Path, records: int, size: int, partitions: int, *, tasks: int, workers: list[int], repeat: int = 1
+) -> list[Any]:
+    """The copy on local[*, 4], then on each cluster of ``workers`` workers, ``repeat`` times in
+    turn; each master's row is its run of the median job rate (every run under ``runs``), with its
     rates against local's."""
-    rows = [run(config, records, size, partitions, exactly_once=True, tasks=tasks)]
-    for count in workers:
-        with tempfile.TemporaryDirectory() as tmp:
-            cluster = StandaloneCluster(Path(tmp), free_ports(2 + count), workers=count, cores=2, memory="2g")
-            try:
-                cluster.start()
-                row = run(config, records, size, partitions, exactly_once=True, tasks=tasks, master=cluster.master)
-            finally:
-                cluster.stop()
-        rows.append({**row, "workers": count, "cores": 2 * count})
+    runs: dict[int, list[dict[str, Any]]] = {0: [], **{count: [] for count in workers}}
+    for _ in range(repeat):
+        runs[0].append(run(config, records, size, partitions, exactly_once=True, tasks=tasks))
+        for count in workers:
+            row = on_cluster(config, records, size, partitions, tasks=tasks, workers=count)
+            runs[count].append({**row, "workers": count})
+    rows = [median_job(each) for each in runs.values()]
     local = rows[0]
     for row in rows:
         row["vs_local"] = round(row["job_records_per_s"] / local["job_records_per_s"], 2)
@@ -54,15 +63,45 @@ def by_master(config: Path, records: int, size: int, partitions: int, *, tasks: 
     return rows
 
 
+def on_cluster(config: Path, records: int, size: int, partitions: int, *, tasks: int, workers: int) -> dict[str, Any]:
+    """One copy on a standalone cluster of ``workers`` workers of 2 cores, started for it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = StandaloneCluster(Path(tmp), free_ports(2 + workers), workers=workers, cores=2, memory="2g")
+        try:
+            cluster.start()
+            row = run(config, records, size, partitions, exactly_once=True, tasks=tasks, master=cluster.master)
+        finally:
+            cluster.stop()
+    return {**row, "cores": 2 * workers}
+
+
+def median_job(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of the median job rate, its figures together (the first record, the rate while
+    copying), with every run under ``runs`` when there are several."""
+    if len(runs) == 1:
+        return runs[0]
+    ordered = sorted(runs, key=lambda r: r["job_records_per_s"])
+    return {**ordered[(len(ordered) - 1) // 2], "runs": runs}
+
+
 def main() -> None:
     parser = workload_parser(__doc__ or "", records=4_000_000, size=1024, partitions=[64, 512])
     parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each master, in turn; the median's is shown")
     args = parser.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
     print(
         json.dumps(
-            measure(Path(args.config), args.records, args.size, args.partitions, tasks=args.tasks, workers=workers),
+            measure(
+                Path(args.config),
+                args.records,
+                args.size,
+                args.partitions,
+                tasks=args.tasks,
+                workers=workers,
+                repeat=args.repeat,
+            ),
             indent=2,
         )
     )

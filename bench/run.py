@@ -43,7 +43,7 @@ from bench import (
 )
 from bench.report.copying import latency_bounds, ratio
 from bench.report.plots import PLOT
-from bench.report.scaling import scale_ratio, secs
+from bench.report.scaling import first_record, scale_ratio, secs
 from srm.config import load_config
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -68,7 +68,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "aggregation": {"sources": 3, "topics": 100, "per_topic": 1000},
         "checkpoints": {"groups": 1000, "partitions": 10_000, "topics": 100, "per_group": 100, "records": 100},
         "profile": {"records": 300_000, "size": 100, "partitions": 8},
-        "cluster": {"records": 4_000_000, "size": 1024, "partitions": [64, 512], "tasks": 4, "workers": [1, 2]},
+        "cluster": {
+            "records": 4_000_000,
+            "size": 1024,
+            "partitions": [64, 512],
+            "tasks": 4,
+            "workers": [1, 2],
+            "repeat": 3,
+        },
         "rest": {"topics": 100, "days": 30, "requests": 50},
         "monitoring": {"partitions": 10_000, "topics": 100, "records": 10, "requests": 50},
     },
@@ -160,7 +167,7 @@ def findings(results: dict[str, Any]) -> list[str]:
         f"{fo['mirrormaker2']['skipped']:,} records; ours re-read {fo['ours']['re_read']:,} and skip "
         f"{fo['ours']['skipped']:,}."
     )
-    unresolved = "not resolved (every record arrived between two polls of the target)"
+    unresolved = "not resolved (each tool's whole copy arrived between two polls of the target)"
     for row in results["scale"]["partitions"]:
         lines.append(
             f"- Scale, {row['partitions']} partition(s): ours / MirrorMaker 2 = {scale_ratio(row) or unresolved}."
@@ -168,7 +175,9 @@ def findings(results: dict[str, Any]) -> list[str]:
     for row in results["scale"]["topics"]:
         lines.append(
             f"- Scale, {row['topics']} topic(s): ours / MirrorMaker 2 = {scale_ratio(row) or unresolved}; "
-            f"a new topic's first record on the target after {secs(row['ours']['new_topic_seconds'])} (ours) and "
+            f"the first record on the target {first_record(row['ours'])} (ours) and "
+            f"{first_record(row['mirrormaker2'])} (MM2) after the start; a new topic's first record on the target "
+            f"after {secs(row['ours']['new_topic_seconds'])} (ours) and "
             f"{secs(row['mirrormaker2']['new_topic_seconds'])} (MM2, topic refresh every 5 s)."
         )
     agg = results.get("aggregation")

@@ -56,7 +56,8 @@ def scale(sc: dict[str, Any]) -> list[str]:
         lines += [
             "",
             "≥: every record arrived between two polls of the target (0.1 s apart, more when a poll of many "
-            "partitions is slow): the figure is the records over that span, a lower bound, not a rate.",
+            "partitions is slow): the figure is the records over that span, a lower bound, not a rate; "
+            "a ratio with ≥ or ≤ is bounded so too, one without a figure has no bound.",
         ]
     idle = sc.get("idle")
     if idle:
@@ -107,11 +108,16 @@ def idle_runs(idle: dict[str, Any]) -> str:
     return f"; the median of {len(idle['ours']['runs'])} runs of each tool, taking turns to go first ({each})"
 
 
-def scale_ratio(row: dict[str, Any]) -> float | None:
-    """Ours / MM2's copy rate of a scale row; None when either copy is only bounded (:func:`at_floor`)."""
-    if any(at_floor(row[tool]) for tool in TOOLS):
+def scale_ratio(row: dict[str, Any]) -> str | None:
+    """Ours / MM2's copy rate of a scale row. A copy that passed within one poll (:func:`at_floor`) has
+    only a lower bound for its rate, so the ratio is a bound too: at least, when only ours is bounded; at
+    most, when only MM2's is; None when both are."""
+    ours, theirs = (at_floor(row[tool]) for tool in ("ours", "mirrormaker2"))
+    if ours and theirs:
         return None
-    return row["ours_vs_mm2"]  # type: ignore[no-any-return]
+    if row["ours_vs_mm2"] is None:
+        return None
+    return f"{'≥ ' if ours else '≤ ' if theirs else ''}{row['ours_vs_mm2']}"
 
 
 def at_floor(figures: dict[str, Any]) -> bool:
@@ -182,6 +188,7 @@ def cluster(c: dict[str, Any]) -> list[str]:
         f"Command: `{c['command']}`. The same available-now copy on `local[*, 4]` and on a Spark standalone",
         "cluster (a master and 1 or 2 workers of 2 cores each, from pyspark's own `spark-class`, on this",
         "machine, workers that cannot see the checkout): the executors get the project in the shipped archive.",
+        *cluster_runs(c["rows"]),
         "",
         "| partitions | master | workers | records/s (job) | MB/s (job) | job s | vs local | first record on the "
         "target after | records/s while copying | while copying vs local |",
@@ -204,6 +211,23 @@ def cluster(c: dict[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def cluster_runs(rows: list[dict[str, Any]]) -> list[str]:
+    """How many runs each cluster row is the median of (bench.cluster.median_job), with every
+    run's job rate, if more than one."""
+    if not any("runs" in row for row in rows):
+        return []
+    each = "; ".join(
+        f"{row['partitions']} partitions, {row.get('workers', 'local')}"
+        f"{' worker(s)' if 'workers' in row else ''}: "
+        + " / ".join(f"{r['job_records_per_s']:,}" for r in row.get("runs", [row]))
+        for row in rows
+    )
+    return [
+        f"Each row is the run of the median job rate of {len(rows[0].get('runs', [rows[0]]))}, the masters taking "
+        f"turns (records/s of each run: {each}).",
+    ]
 
 
 def aggregation(a: dict[str, Any]) -> list[str]:

@@ -35,7 +35,14 @@ from srm.replication.job import CopyJob, CopyRange, Lease, Loss, split_faults
 from srm.replication.ownership import FlowOwner, Ownership
 from srm.replication.progress import Progress
 from srm.replication.remote_topics import RemoteTopics, deleted_error, describe_gone
-from srm.replication.slot_daemons import EXECUTORS_WAIT_S, SlotDaemons, Warmup, slot_rdd, task_slots
+from srm.replication.slot_daemons import (
+    EXECUTORS_WAIT_S,
+    SlotDaemons,
+    SlotExecutors,
+    Warmup,
+    slot_rdd,
+    task_slots,
+)
 from srm.storage.warehouse import Warehouse
 
 log = logging.getLogger("srm.replicate")
@@ -86,6 +93,8 @@ class BatchRunner:
         )
         if warmup is not None:  # its daemons retire like any other slot's if no batch uses them
             self.slot_daemons.used(range(warmup.slots))
+        # where each slot's tasks run on a cluster: where the warm-up started its worker
+        self.slot_executors = warmup.executors if warmup is not None else SlotExecutors(context)
 
     @property
     def ownership(self) -> Ownership:
@@ -266,5 +275,6 @@ class BatchRunner:
         partitions = sum(len(job.ranges) for job in jobs)
         description = f"flow {self.flow.name} {batch_id}: {partitions} partition(s), {slots} slot(s)"
         context.setJobGroup(self.job_group, description, interruptOnCancel=True)
-        rdds = [slot_rdd(context, self.flow.name, job.slot, [job], task) for job in jobs]
+        where = self.slot_executors.locations(job.slot for job in jobs)
+        rdds = [slot_rdd(context, self.flow.name, job.slot, [job], task, location=where.get(job.slot)) for job in jobs]
         return rdds[0] if len(rdds) == 1 else context.union(rdds)

@@ -38,7 +38,7 @@ def start_replication(
 
     # The slots' workers first: their start is the longest step before the first batch (the
     # imports below take a few hundred milliseconds of it otherwise).
-    warmup = Warmup(spark, flow.name, min(flow.settings.tasks_max, spark.sparkContext.defaultParallelism))
+    warmup = Warmup(spark, flow.name, flow.settings.tasks_max)
     try:
         from srm.kafka import clients
         from srm.kafka.internal_topics import ensure_internal_topic, flow_internal_topics

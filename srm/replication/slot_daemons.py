@@ -14,6 +14,14 @@ a daemon again when it cannot reach it, so a slot that comes back later gets a f
 On a cluster the executors' JVMs are elsewhere and their daemons stay, one per slot ever used,
 bounded by the highest ``tasks.max``.
 
+On a cluster master Spark hands a task without a preferred place to any executor with a free core,
+chosen at random: a slot's next task would often land on another executor, where its slot has no
+worker yet (a Python start-up and the copier's imports), its transactional producer is initialised
+again and fences the one left behind, and in continuous mode the resident copier that was copying
+is lost. So each slot's tasks name an executor (:class:`SlotExecutors`, Spark's executor
+locality): the same one from task to task while it is registered and not holding more than its
+share of the slots.
+
 A run starts its slots' workers (:class:`Warmup`) while it creates its internal topics, claims the
 flow and makes its first plan. Spark starts the daemons of its Python environments one at a time
 (``SparkEnv.createPythonWorker`` is synchronized), each a Python start-up, and each worker then
@@ -42,24 +50,132 @@ WARMUP_WAIT_S = 120.0  # the first batch's longest wait for the warm-up; then it
 # A cluster's executors register with the driver after the application starts, one by one: how
 # long a continuous flow's first lease waits for cores for all its slots before it fails.
 EXECUTORS_WAIT_S = 60.0
+# The warm-up on a cluster waits for executors until they have a core for every slot, or until
+# none has registered for this long since the last one (a master starts them all at once: they
+# register within a second or two of each other).
+REGISTRATION_QUIET_S = 3.0
+EXECUTOR_LOCATION = "executor_{host}_{executor}"  # Spark's TaskLocation of one executor
+_ENVIRONMENT = threading.Lock()  # slot_rdd sets the context's environment while it builds
 
 
-def slot_rdd(context: Any, flow: str, slot: int, items: list[Any], task: Callable[[Any], Any]) -> Any:
-    """An RDD of one task, ``task`` over ``items``, in a Python worker of ``flow``'s ``slot``.
+def slot_rdd(
+    context: Any, flow: str, slot: int, items: list[Any], task: Callable[[Any], Any], *, location: str | None = None
+) -> Any:
+    """An RDD of one task, ``task`` over ``items``, in a Python worker of ``flow``'s ``slot``; on
+    the executor ``location`` names (:class:`SlotExecutors`), if given.
 
     Spark keeps a pool of Python workers per distinct environment, so a variable naming the
     slot pins it to one worker, whose transactional producer stays initialised between
     batches (re-initialising a producer that just committed costs about 0.5 s: the broker
     finishes the previous transaction first) and whose resident copier goes on between
-    leases in continuous mode. Not thread-safe: it sets the context's environment while it builds.
+    leases in continuous mode.
     """
-    context.environment[SLOT_VARIABLE] = slot_value(flow, slot)
-    try:
-        rdd = context.parallelize(items, 1).flatMap(task)
-        rdd._jrdd  # noqa: B018 - builds the Java RDD now, capturing this environment
-    finally:
-        context.environment.pop(SLOT_VARIABLE, None)
+    with _ENVIRONMENT:
+        context.environment[SLOT_VARIABLE] = slot_value(flow, slot)
+        try:
+            items_rdd = context.parallelize(items, 1) if location is None else located(context, items, location)
+            rdd = items_rdd.flatMap(task)
+            rdd._jrdd  # noqa: B018 - builds the Java RDD now, capturing this environment
+        finally:
+            context.environment.pop(SLOT_VARIABLE, None)
     return rdd
+
+
+def located(context: Any, items: list[Any], location: str) -> Any:
+    """``context.parallelize(items, 1)`` whose one partition prefers ``location`` (Spark's
+    ``makeRDD`` with location preferences, which PySpark does not expose): the same pickled
+    batch the Python worker reads from a parallelized RDD."""
+    from pyspark import RDD
+    from pyspark.serializers import BatchedSerializer, CPickleSerializer
+
+    jvm = context._jvm
+    element = (CPickleSerializer().dumps(list(items)), jvm.PythonUtils.toSeq([location]))  # type: ignore[no-untyped-call]
+    java_rdd = context._jsc.sc().makeRDD(
+        jvm.PythonUtils.toSeq([jvm.scala.Tuple2(*element)]),
+        jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("[B")),  # its elements: byte[]
+    )
+    batched = BatchedSerializer(CPickleSerializer(), max(1, len(items)))  # type: ignore[no-untyped-call]
+    return RDD(java_rdd.toJavaRDD(), context, batched)
+
+
+def registered_executors(context: Any) -> dict[str, str]:
+    """The active executors of the application of a cluster master: id -> host, in the order of
+    their ids (Spark's status store, what its UI's executors page shows); none on a local master
+    (the driver's JVM is its one executor)."""
+    if str(context.master).startswith("local"):
+        return {}
+    listed = context._jsc.sc().statusStore().executorList(True)  # the active ones
+    found = {
+        str(executor.id()): str(executor.hostPort()).rsplit(":", 1)[0]
+        for executor in context._jvm.scala.jdk.javaapi.CollectionConverters.asJava(listed)
+        if str(executor.id()) != "driver"
+    }
+    return dict(sorted(found.items(), key=lambda item: (len(item[0]), item[0])))
+
+
+def place(previous: dict[int, str], slots: Iterable[int], executors: list[str]) -> dict[int, str]:
+    """Each slot's executor: where it was before, unless that executor is gone or would hold more
+    than its share (the slots over the executors, rounded up); the rest each on the executor that
+    holds the fewest, the first of them on a tie."""
+    wanted = sorted(set(slots))
+    if not executors or not wanted:
+        return {}
+    share = -(-len(wanted) // len(executors))
+    load = dict.fromkeys(executors, 0)
+    placed: dict[int, str] = {}
+    for slot in wanted:
+        were = previous.get(slot)
+        if were in load and load[were] < share:
+            placed[slot] = were
+            load[were] += 1
+    for slot in wanted:
+        if slot not in placed:
+            fewest = min(executors, key=lambda executor: load[executor])
+            placed[slot] = fewest
+            load[fewest] += 1
+    return placed
+
+
+class SlotExecutors:
+    """The executor each copy slot's tasks run on, on a cluster master (see the module's doc); a
+    local master has one executor, so no slot names one."""
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+        self._lock = threading.Lock()
+        self.placed: dict[int, str] = {}  # slot -> executor id, as last handed out
+
+    def locations(self, slots: Iterable[int]) -> dict[int, str]:
+        """Spark's location of each of ``slots``' executor, placed again (:func:`place`) over the
+        executors registered now; empty on a local master or before any executor registered."""
+        wanted = list(slots)
+        executors = registered_executors(self._context)
+        with self._lock:
+            placed = place(self.placed, wanted, list(executors))
+            if placed:
+                moved = sorted(s for s, e in placed.items() if self.placed.get(s) not in (None, e))
+                if moved:
+                    log.info("copy slot(s) %s moved to other executors (one was lost or others came)", moved)
+                self.placed = {**self.placed, **placed}
+        return {slot: EXECUTOR_LOCATION.format(host=executors[e], executor=e) for slot, e in placed.items()}
+
+    def registered(self, wanted: int, wait_s: float = EXECUTORS_WAIT_S, quiet_s: float = REGISTRATION_QUIET_S) -> int:
+        """Wait until the executors registered have a core for each of ``wanted`` slots, or until
+        none has registered for ``quiet_s`` since the last one, at most ``wait_s`` for the first
+        one; the cores registered then."""
+        context = self._context
+        if str(context.master).startswith("local"):
+            return int(context.defaultParallelism)
+        deadline, seen, last_change = time.monotonic() + wait_s, 0, time.monotonic()
+        while time.monotonic() < deadline:
+            count = len(registered_executors(context))
+            if count != seen:
+                seen, last_change = count, time.monotonic()
+            cores = int(context.defaultParallelism) if seen else 0
+            if cores >= wanted or (seen and time.monotonic() - last_change >= quiet_s):
+                return cores
+            time.sleep(0.2)
+        return int(context.defaultParallelism) if seen else 0
 
 
 def task_slots(context: Any, wanted: int, wait_s: float = EXECUTORS_WAIT_S) -> int:
@@ -86,25 +202,43 @@ def warm(slot: int) -> list[tuple[int, int, int]]:
 
 
 class Warmup:
-    """A Spark job of one :func:`warm` task per slot, run in the background from its creation."""
+    """A Spark job of one :func:`warm` task per slot, run in the background from its creation.
+    On a cluster master it first waits for executors (:meth:`SlotExecutors.registered`) and
+    places the slots on them, where their copy tasks go after it."""
 
     def __init__(self, spark: Any, flow: str, slots: int) -> None:
+        """``slots``: the flow's ``tasks.max``; as many as the application has cores for are warmed."""
         context = spark.sparkContext
         self.flow = flow
-        self.slots = slots
+        self.wanted = slots
+        self.slots = min(slots, int(context.defaultParallelism))  # on a cluster: again once executors came
         self.group = f"srm {flow} warm-up"  # its Spark job group
         self.workers: dict[int, tuple[int, int]] = {}  # slot -> (worker pid, daemon pid), once done
+        self.executors = SlotExecutors(context)
         self._context = context
         self._cancelled = threading.Event()
-        rdds = [slot_rdd(context, flow, slot, [slot], warm) for slot in range(slots)]
-        rdd = rdds[0] if len(rdds) == 1 else context.union(rdds)
+        # a local master's job is built here, before the caller builds any other
+        rdd = None if self._on_cluster else self._rdd(context, {})
         self._thread = threading.Thread(target=self._run, args=(context, rdd), name="srm-warmup", daemon=True)
         self._thread.start()
+
+    @property
+    def _on_cluster(self) -> bool:
+        return not str(self._context.master).startswith("local")
+
+    def _rdd(self, context: Any, locations: dict[int, str]) -> Any:
+        rdds = [
+            slot_rdd(context, self.flow, slot, [slot], warm, location=locations.get(slot)) for slot in range(self.slots)
+        ]
+        return rdds[0] if len(rdds) == 1 else context.union(rdds)
 
     def _run(self, context: Any, rdd: Any) -> None:
         context.setJobGroup(self.group, f"flow {self.flow}: the copy slots' Python workers started", True)
         started = time.monotonic()
         try:
+            if rdd is None:  # a cluster master: where its executors are
+                self.slots = max(1, min(self.wanted, self.executors.registered(self.wanted)))
+                rdd = self._rdd(context, self.executors.locations(range(self.slots)))
             if self._cancelled.is_set():
                 return
             self.workers = {slot: (worker, daemon) for slot, worker, daemon in rdd.collect()}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Callable
@@ -105,3 +106,57 @@ def test_a_continuous_flow_on_the_cluster_copies_every_record_once(
     assert exactly_once(env, topic, sent, 4) == {"missing": 0, "duplicated": 0, "out_of_order": 0}
     apps = ran_on(spark_cluster, f"srm replicate {flow.name}")
     assert len(apps) == 1 and apps[0]["cores"] > 0, spark_cluster.applications()
+
+
+PLACED_SLOTS = """
+import json, os, sys
+from pyspark.sql import SparkSession
+from srm.replication.slot_daemons import SlotExecutors, slot_rdd
+
+
+def where(slot):
+    daemon = os.getppid()  # the slot's pyspark.daemon, a child of its executor's JVM
+    with open(f"/proc/{daemon}/stat") as stat:
+        executor_jvm = int(stat.read().rsplit(")", 1)[1].split()[1])
+    return [(slot, os.getpid(), executor_jvm)]
+
+
+spark = SparkSession.builder.master(sys.argv[1]).appName("placed-slots").getOrCreate()
+context = spark.sparkContext
+executors = SlotExecutors(context)
+cores = executors.registered(4)
+rounds = []
+for _ in range(3):
+    places = executors.locations(range(4))
+    rdds = [slot_rdd(context, "placed", slot, [slot], where, location=places.get(slot)) for slot in range(4)]
+    rounds.append(context.union(rdds).collect())
+print(json.dumps({"cores": cores, "places": places, "rounds": rounds}))
+spark.stop()
+"""
+
+
+def test_each_copy_slot_keeps_its_executor_and_worker_from_job_to_job(
+    spark_cluster: StandaloneCluster, tmp_path: Path
+) -> None:
+    """Spark gives a task without a preferred place to an executor at random: a slot's worker (its
+    producer, its resident copier) would be left behind. Slots name their executor instead."""
+    script = tmp_path / "placed_slots.py"
+    script.write_text(PLACED_SLOTS)
+    done = subprocess.run(
+        [str(project_root() / ".venv" / "bin" / "python"), str(script), spark_cluster.master],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["cores"] == 4, found  # two workers of 2 cores, waited for
+    assert sorted(found["places"].values()).count(found["places"]["0"]) == 2, found["places"]  # 2 slots each
+    by_slot: dict[int, set[tuple[int, int]]] = {}
+    for done_round in found["rounds"]:
+        for slot, worker, executor in done_round:
+            by_slot.setdefault(slot, set()).add((worker, executor))
+    assert all(len(places) == 1 for places in by_slot.values()), by_slot  # the same worker in every job
+    executors = [next(iter(places))[1] for places in by_slot.values()]
+    assert sorted(executors.count(e) for e in set(executors)) == [2, 2], by_slot  # spread over both executors

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -111,7 +112,7 @@ def test_the_idle_cpu_counts_the_processes_that_left_the_group_as_pysparks_worke
         root.wait()
 
 
-def test_a_copy_seen_whole_between_two_polls_is_shown_as_a_lower_bound_without_a_ratio() -> None:
+def test_a_copy_seen_whole_between_two_polls_is_shown_as_a_lower_bound_and_bounds_the_ratio() -> None:
     def run(per_s: int, *, within: bool) -> dict[str, object]:
         return {"copy_records_per_s": per_s, "copy_seconds": 10.5, "within_one_poll": within, "records": 1}
 
@@ -129,7 +130,7 @@ def test_a_copy_seen_whole_between_two_polls_is_shown_as_a_lower_bound_without_a
         "topics": [],
     }
     lines = scaling.scale(sc)
-    assert "| 2048 | 200,000 | ≥ 19,048 | 100,000 | - |" in lines
+    assert "| 2048 | 200,000 | ≥ 19,048 | 100,000 | ≤ 5.25 |" in lines
     assert any(line.startswith("≥: every record arrived between two polls of the target") for line in lines)
 
 
@@ -212,10 +213,41 @@ def test_idle_cpu_is_the_median_run_by_cpu_a_minute_and_the_report_names_every_r
     assert "| CPU seconds per minute | 2.5 | 2.1 |" in text
 
 
-def test_a_scale_ratio_is_not_given_when_either_copy_passed_within_one_poll() -> None:
+def test_a_scale_ratio_is_a_bound_when_one_copy_passed_within_one_poll() -> None:
     timed = {"copy_seconds": 1.2, "within_one_poll": False}
     bounded = {"copy_seconds": 0.4, "within_one_poll": True}
 
-    assert scaling.scale_ratio({"mirrormaker2": timed, "ours": timed, "ours_vs_mm2": 3.1}) == 3.1
-    assert scaling.scale_ratio({"mirrormaker2": bounded, "ours": timed, "ours_vs_mm2": 3.1}) is None
-    assert scaling.scale_ratio({"mirrormaker2": timed, "ours": bounded, "ours_vs_mm2": 0.5}) is None
+    assert scaling.scale_ratio({"mirrormaker2": timed, "ours": timed, "ours_vs_mm2": 3.1}) == "3.1"
+    # ours' rate is at least its figure, so the ratio is at least ours / MM2's
+    assert scaling.scale_ratio({"mirrormaker2": timed, "ours": bounded, "ours_vs_mm2": 6.08}) == "≥ 6.08"
+    assert scaling.scale_ratio({"mirrormaker2": bounded, "ours": timed, "ours_vs_mm2": 3.1}) == "≤ 3.1"
+    assert scaling.scale_ratio({"mirrormaker2": bounded, "ours": bounded, "ours_vs_mm2": 1.0}) is None
+
+
+def test_a_cluster_row_is_its_median_run_with_every_run_told() -> None:
+    from bench.cluster import median_job
+
+    def job(per_s: int, first_s: float) -> dict[str, Any]:
+        return {
+            "partitions": 64,
+            "workers": 2,
+            "job_records_per_s": per_s,
+            "first_record_after_s": first_s,
+            "copy_records_per_s": per_s * 2,
+            "job_mb_per_s": 1.0,
+            "job_seconds": 10.0,
+            "vs_local": 1.0,
+            "records": 4_000_000,
+            "record_size": 1024,
+            "tasks_max": 4,
+        }
+
+    runs = [job(103_477, 16.9), job(121_000, 9.1), job(113_648, 11.0)]
+    row = median_job(runs)
+    # the median run's figures belong together: its first record, not another run's
+    assert (row["job_records_per_s"], row["first_record_after_s"]) == (113_648, 11.0)
+    assert row["runs"] == runs
+    text = "\n".join(scaling.cluster({"command": "python -m bench.cluster --repeat 3", "rows": [row]}))
+    assert "median job rate of 3" in text
+    assert "64 partitions, 2 worker(s): 103,477 / 121,000 / 113,648" in text
+    assert median_job(runs[:1]) is runs[0]

@@ -84,3 +84,67 @@ def test_a_cluster_flow_waits_for_its_executors_cores_and_a_local_one_does_not()
     started = time.monotonic()
     assert task_slots(short, 4, wait_s=0.5) == 2  # never enough: what it has after the wait
     assert 0.5 <= time.monotonic() - started < 2
+
+
+def test_slots_stay_on_their_executor_and_only_what_exceeds_a_share_moves() -> None:
+    from srm.replication.slot_daemons import place
+
+    first = place({}, range(4), ["0"])  # the first batch: one executor registered so far
+    assert first == {0: "0", 1: "0", 2: "0", 3: "0"}
+    second = place(first, range(4), ["0", "1"])  # the second executor came: two slots move to it
+    assert second == {0: "0", 1: "0", 2: "1", 3: "1"}
+    assert place(second, range(4), ["0", "1"]) == second  # nothing changed: nothing moves
+    # executor 0 lost: its slots go to the one left; the slots of executor 1 stay where they are
+    assert place(second, range(4), ["1", "2"]) == {0: "2", 1: "2", 2: "1", 3: "1"}
+    # tasks.max lowered to 2, then raised again: kept slots stay, new ones go to the emptiest
+    assert place(second, [0, 2], ["0", "1"]) == {0: "0", 2: "1"}
+    assert place({0: "0", 2: "1"}, range(3), ["0", "1"]) == {0: "0", 1: "0", 2: "1"}
+    assert place(second, range(4), []) == {} and place(second, [], ["0"]) == {}
+
+
+class Executors:
+    """A SparkContext of a cluster master whose executors register one after the other."""
+
+    def __init__(self, master: str, steps: list[dict[str, str]], cores_each: int = 2) -> None:
+        self.master, self.steps, self.cores_each, self.looks = master, steps, cores_each, 0
+        self.now: dict[str, str] = {}
+
+    def registered(self) -> dict[str, str]:
+        self.now = self.steps[min(self.looks, len(self.steps) - 1)]
+        self.looks += 1
+        return self.now
+
+    @property
+    def defaultParallelism(self) -> int:  # Spark's: the executors' cores, at least 2
+        return max(2, self.cores_each * len(self.now))
+
+
+def test_slots_name_their_executor_on_a_cluster_and_none_on_a_local_master(monkeypatch: pytest.MonkeyPatch) -> None:
+    from srm.replication import slot_daemons
+
+    cluster = Executors("spark://127.0.0.1:7077", [{"0": "10.0.0.5", "1": "10.0.0.6"}])
+    monkeypatch.setattr(slot_daemons, "registered_executors", lambda context: context.registered())
+    where = slot_daemons.SlotExecutors(cluster)
+    assert where.locations(range(3)) == {0: "executor_10.0.0.5_0", 1: "executor_10.0.0.6_1", 2: "executor_10.0.0.5_0"}
+    assert where.locations([2]) == {2: "executor_10.0.0.5_0"}  # the next batch of slot 2 goes where it went
+
+    monkeypatch.undo()
+    assert slot_daemons.SlotExecutors(Registering("local[*, 4]", [2])).locations(range(2)) == {}
+
+
+def test_the_warm_up_waits_for_executors_until_every_slot_has_a_core_or_none_comes_any_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from srm.replication import slot_daemons
+
+    monkeypatch.setattr(slot_daemons, "registered_executors", lambda context: context.registered())
+    one, two = {"0": "h"}, {"0": "h", "1": "h"}
+    coming = Executors("spark://127.0.0.1:7077", [{}, {}, one, one, two])
+    assert slot_daemons.SlotExecutors(coming).registered(4, wait_s=5, quiet_s=2) == 4
+    assert coming.looks == 5  # returned as the second executor's cores made 4
+    started = time.monotonic()
+    alone = Executors("spark://127.0.0.1:7077", [{}, one])  # a cluster of one worker: 2 cores for 4 slots
+    assert slot_daemons.SlotExecutors(alone).registered(4, wait_s=30, quiet_s=0.5) == 2
+    assert 0.5 <= time.monotonic() - started < 2  # not the whole wait: none came for quiet_s
+    never = Executors("spark://127.0.0.1:7077", [{}])
+    assert slot_daemons.SlotExecutors(never).registered(4, wait_s=0.5, quiet_s=0.1) == 0
