@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -148,6 +149,8 @@ def test_each_copy_slot_keeps_its_executor_and_worker_from_job_to_job(
         text=True,
         timeout=240,
         check=False,
+        # the workers' Python is the base interpreter on their PATH, not this checkout's .venv
+        env={**os.environ, "PYSPARK_PYTHON": "python3"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
