@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.available_now import run, workload_parser
+from bench.scale import median_run
 from tests.conftest import free_ports
 from tests.spark_cluster import StandaloneCluster
 
@@ -54,7 +55,8 @@ def by_master(
         for count in workers:
             row = on_cluster(config, records, size, partitions, tasks=tasks, workers=count)
             runs[count].append({**row, "workers": count})
-    rows = [median_job(each) for each in runs.values()]
+    # the median run's figures together: its first record, not the median of every run's
+    rows = [median_run(each, by="job_records_per_s", medians=()) for each in runs.values()]
     local = rows[0]
     for row in rows:
         row["vs_local"] = round(row["job_records_per_s"] / local["job_records_per_s"], 2)
@@ -73,15 +75,6 @@ def on_cluster(config: Path, records: int, size: int, partitions: int, *, tasks:
         finally:
             cluster.stop()
     return {**row, "cores": 2 * workers}
-
-
-def median_job(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run of the median job rate, its figures together (the first record, the rate while
-    copying), with every run under ``runs`` when there are several."""
-    if len(runs) == 1:
-        return runs[0]
-    ordered = sorted(runs, key=lambda r: r["job_records_per_s"])
-    return {**ordered[(len(ordered) - 1) // 2], "runs": runs}
 
 
 def main() -> None:

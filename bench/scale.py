@@ -243,16 +243,18 @@ def rounds(
     return {tool: median_run(tool_runs, by) for tool, tool_runs in runs.items()}
 
 
-def median_run(runs: list[dict[str, Any]], by: str = "copy_records_per_s") -> dict[str, Any]:
+def median_run(
+    runs: list[dict[str, Any]], by: str = "copy_records_per_s", medians: tuple[str, ...] = MEDIAN_FIGURES
+) -> dict[str, Any]:
     """One tool's figures over its ``runs`` of a shape: the run of the median ``by`` (the copy rate:
     its rate, copy time and poll figures belong together; idle: the CPU a minute), the medians of
-    the first record and the new topic's times over all runs (those that had one), and every run
-    under ``runs``."""
+    ``medians`` (the first record and the new topic's times) over all runs (those that had one),
+    and every run under ``runs``."""
     if len(runs) == 1:
         return runs[0]
     ordered = sorted(runs, key=lambda r: r.get(by) or 0)  # a copy that did not finish: lowest
     figures = {**ordered[(len(ordered) - 1) // 2], "runs": runs}
-    for name in MEDIAN_FIGURES:
+    for name in medians:
         if any(name in r for r in runs):  # the topics' runs have them, the partitions' not
             values = [r[name] for r in runs if r.get(name) is not None]
             figures[name] = round(statistics.median(values), 2) if values else None

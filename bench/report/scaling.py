@@ -216,7 +216,7 @@ def cluster(c: dict[str, Any]) -> list[str]:
 
 
 def cluster_runs(rows: list[dict[str, Any]]) -> list[str]:
-    """How many runs each cluster row is the median of (bench.cluster.median_job), with every
+    """How many runs each cluster row is the median of (bench.scale.median_run by the job rate), with every
     run's job rate, if more than one."""
     if not any("runs" in row for row in rows):
         return []

@@ -58,6 +58,11 @@ EXECUTOR_LOCATION = "executor_{host}_{executor}"  # Spark's TaskLocation of one 
 _ENVIRONMENT = threading.Lock()  # slot_rdd sets the context's environment while it builds
 
 
+def local_master(context: Any) -> bool:
+    """Whether ``context`` runs on a local master: its one executor is the driver's JVM."""
+    return str(context.master).startswith("local")
+
+
 def slot_rdd(
     context: Any, flow: str, slot: int, items: list[Any], task: Callable[[Any], Any], *, location: str | None = None
 ) -> Any:
@@ -102,7 +107,7 @@ def registered_executors(context: Any) -> dict[str, str]:
     """The active executors of the application of a cluster master: id -> host, in the order of
     their ids (Spark's status store, what its UI's executors page shows); none on a local master
     (the driver's JVM is its one executor)."""
-    if str(context.master).startswith("local"):
+    if local_master(context):
         return {}
     listed = context._jsc.sc().statusStore().executorList(True)  # the active ones
     found = {
@@ -159,35 +164,30 @@ class SlotExecutors:
                 self.placed = {**self.placed, **placed}
         return {slot: EXECUTOR_LOCATION.format(host=executors[e], executor=e) for slot, e in placed.items()}
 
-    def registered(self, wanted: int, wait_s: float = EXECUTORS_WAIT_S, quiet_s: float = REGISTRATION_QUIET_S) -> int:
-        """Wait until the executors registered have a core for each of ``wanted`` slots, or until
-        none has registered for ``quiet_s`` since the last one, at most ``wait_s`` for the first
-        one; the cores registered then."""
-        context = self._context
-        if str(context.master).startswith("local"):
-            return int(context.defaultParallelism)
-        deadline, seen, last_change = time.monotonic() + wait_s, 0, time.monotonic()
-        while time.monotonic() < deadline:
-            count = len(registered_executors(context))
-            if count != seen:
-                seen, last_change = count, time.monotonic()
-            cores = int(context.defaultParallelism) if seen else 0
-            if cores >= wanted or (seen and time.monotonic() - last_change >= quiet_s):
-                return cores
-            time.sleep(0.2)
-        return int(context.defaultParallelism) if seen else 0
 
-
-def task_slots(context: Any, wanted: int, wait_s: float = EXECUTORS_WAIT_S) -> int:
+def task_slots(context: Any, wanted: int, wait_s: float = EXECUTORS_WAIT_S, quiet_s: float | None = None) -> int:
     """How many tasks the application runs at once (Spark's default parallelism). On a cluster
     master that is the cores of the executors registered so far (at least 2), so it waits up to
-    ``wait_s`` for it to reach ``wanted``; a local master's is fixed."""
-    deadline = time.monotonic() + wait_s
-    while (running := int(context.defaultParallelism)) < wanted and not str(context.master).startswith("local"):
-        if time.monotonic() >= deadline:
-            break
+    ``wait_s`` for it to reach ``wanted``; a local master's is fixed.
+
+    With ``quiet_s`` (the warm-up, which places slots on executors): it also counts the executors
+    registered, waits for the first one, stops once none more has come for ``quiet_s`` (a cluster
+    with fewer cores than ``wanted``), and gives 0 when none came within ``wait_s``."""
+    if local_master(context):
+        return int(context.defaultParallelism)
+    started = last_change = time.monotonic()
+    deadline, seen = started + wait_s, 0
+    while True:
+        now = time.monotonic()
+        if quiet_s is not None and (count := len(registered_executors(context))) != seen:
+            seen, last_change = count, now
+        running = int(context.defaultParallelism)
+        settled = quiet_s is None or seen > 0
+        if settled and (running >= wanted or (quiet_s is not None and now - last_change >= quiet_s)):
+            return running
+        if now >= deadline:
+            return running if settled else 0
         time.sleep(0.2)
-    return running
 
 
 def warm(slot: int) -> list[tuple[int, int, int]]:
@@ -203,7 +203,7 @@ def warm(slot: int) -> list[tuple[int, int, int]]:
 
 class Warmup:
     """A Spark job of one :func:`warm` task per slot, run in the background from its creation.
-    On a cluster master it first waits for executors (:meth:`SlotExecutors.registered`) and
+    On a cluster master it first waits for executors (:func:`task_slots` with a quiet time) and
     places the slots on them, where their copy tasks go after it."""
 
     def __init__(self, spark: Any, flow: str, slots: int) -> None:
@@ -218,13 +218,9 @@ class Warmup:
         self._context = context
         self._cancelled = threading.Event()
         # a local master's job is built here, before the caller builds any other
-        rdd = None if self._on_cluster else self._rdd(context, {})
+        rdd = self._rdd(context, {}) if local_master(context) else None
         self._thread = threading.Thread(target=self._run, args=(context, rdd), name="srm-warmup", daemon=True)
         self._thread.start()
-
-    @property
-    def _on_cluster(self) -> bool:
-        return not str(self._context.master).startswith("local")
 
     def _rdd(self, context: Any, locations: dict[int, str]) -> Any:
         rdds = [
@@ -237,7 +233,8 @@ class Warmup:
         started = time.monotonic()
         try:
             if rdd is None:  # a cluster master: where its executors are
-                self.slots = max(1, min(self.wanted, self.executors.registered(self.wanted)))
+                cores = task_slots(context, self.wanted, quiet_s=REGISTRATION_QUIET_S)
+                self.slots = max(1, min(self.wanted, cores))
                 rdd = self._rdd(context, self.executors.locations(range(self.slots)))
             if self._cancelled.is_set():
                 return

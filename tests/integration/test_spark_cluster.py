@@ -112,7 +112,7 @@ def test_a_continuous_flow_on_the_cluster_copies_every_record_once(
 PLACED_SLOTS = """
 import json, os, sys
 from pyspark.sql import SparkSession
-from srm.replication.slot_daemons import SlotExecutors, slot_rdd
+from srm.replication.slot_daemons import SlotExecutors, slot_rdd, task_slots
 
 
 def where(slot):
@@ -125,7 +125,7 @@ def where(slot):
 spark = SparkSession.builder.master(sys.argv[1]).appName("placed-slots").getOrCreate()
 context = spark.sparkContext
 executors = SlotExecutors(context)
-cores = executors.registered(4)
+cores = task_slots(context, 4, quiet_s=3.0)  # as the warm-up waits for the executors
 rounds = []
 for _ in range(3):
     places = executors.locations(range(4))

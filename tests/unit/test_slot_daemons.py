@@ -140,11 +140,11 @@ def test_the_warm_up_waits_for_executors_until_every_slot_has_a_core_or_none_com
     monkeypatch.setattr(slot_daemons, "registered_executors", lambda context: context.registered())
     one, two = {"0": "h"}, {"0": "h", "1": "h"}
     coming = Executors("spark://127.0.0.1:7077", [{}, {}, one, one, two])
-    assert slot_daemons.SlotExecutors(coming).registered(4, wait_s=5, quiet_s=2) == 4
+    assert slot_daemons.task_slots(coming, 4, wait_s=5, quiet_s=2) == 4
     assert coming.looks == 5  # returned as the second executor's cores made 4
     started = time.monotonic()
     alone = Executors("spark://127.0.0.1:7077", [{}, one])  # a cluster of one worker: 2 cores for 4 slots
-    assert slot_daemons.SlotExecutors(alone).registered(4, wait_s=30, quiet_s=0.5) == 2
+    assert slot_daemons.task_slots(alone, 4, wait_s=30, quiet_s=0.5) == 2
     assert 0.5 <= time.monotonic() - started < 2  # not the whole wait: none came for quiet_s
     never = Executors("spark://127.0.0.1:7077", [{}])
-    assert slot_daemons.SlotExecutors(never).registered(4, wait_s=0.5, quiet_s=0.1) == 0
+    assert slot_daemons.task_slots(never, 4, wait_s=0.5, quiet_s=0.1) == 0
