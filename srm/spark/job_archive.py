@@ -9,16 +9,21 @@ puts it on the workers' path (``spark.executorEnv.PYTHONPATH``). pyspark itself 
 cluster's Spark, which must be the same version.
 
 The executors' interpreter (``spark.pyspark.python``) must be a CPython of the driver's minor
-version (pyspark refuses others; the archive holds compiled extensions for it). The archive is
-built once per content: its name carries a digest of the distributions and the project's files.
+version (pyspark refuses others; the archive holds compiled extensions for it). The archive also
+holds every module's bytecode for that version, as unchecked-hash ``.pyc`` files (PEP 552) beside
+the sources: an executor's folder is new for every application, so without them each Python worker
+compiled everything it imports from source before its first task. The archive is built once per
+content: its name carries a digest of the distributions and the project's files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata as md
+import importlib.util
 import logging
 import os
+import py_compile
 import sys
 import tarfile
 import tempfile
@@ -34,6 +39,7 @@ log = logging.getLogger(__name__)
 
 EXECUTOR_DISTRIBUTIONS = ("confluent-kafka", "interegular", "javaproperties", "pydantic", "PyYAML", "tenacity")
 PROJECT_PACKAGES = ("srm", "include")
+LAYOUT = "sources and unchecked-hash bytecode"  # in the digest: an archive of another layout is not reused
 ALIAS = "srm-env"  # the folder Spark unpacks the archive into, in each executor's working folder
 
 
@@ -79,7 +85,7 @@ def build(directory: Path | None = None) -> Path:
     """The archive for this environment and checkout, built unless one of the same content exists."""
     dists = distributions()
     members = sorted(_members(dists), key=lambda m: m[1])
-    digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
+    digest = hashlib.sha256(f"{sys.version_info[:2]} {LAYOUT}".encode())
     for path, name in members:
         digest.update(name.encode())
         digest.update(path.read_bytes() if name.endswith(".py") else str(path.stat().st_size).encode())
@@ -94,13 +100,29 @@ def build(directory: Path | None = None) -> Path:
     fd, partial = tempfile.mkstemp(dir=folder, suffix=".partial")
     os.close(fd)
     try:
-        with tarfile.open(partial, "w:gz", compresslevel=1) as tar:
+        with tarfile.open(partial, "w:gz", compresslevel=1) as tar, tempfile.TemporaryDirectory() as compiled:
             for path, name in members:
                 tar.add(path, arcname=name, recursive=False)
+                if name.endswith(".py"):
+                    bytecode = _compile(path, name, Path(compiled) / "module.pyc")
+                    if bytecode is not None:
+                        tar.add(bytecode, arcname=importlib.util.cache_from_source(name), recursive=False)
         os.replace(partial, archive)  # whole or absent: jobs started at once may build it twice
     finally:
         Path(partial).unlink(missing_ok=True)
     return archive
+
+
+def _compile(source: Path, name: str, pyc: Path) -> Path | None:
+    """``source``'s bytecode for this interpreter in ``pyc``, valid whatever the file's time after
+    unpacking; None for a file that is not valid Python here (a distribution's template, a
+    module of another Python version): its importer, if any, compiles it as before."""
+    try:
+        unchecked = py_compile.PycInvalidationMode.UNCHECKED_HASH
+        py_compile.compile(str(source), cfile=str(pyc), dfile=name, doraise=True, invalidation_mode=unchecked)
+    except py_compile.PyCompileError:
+        return None
+    return pyc
 
 
 def executor_python() -> str:

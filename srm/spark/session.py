@@ -24,6 +24,12 @@ log = logging.getLogger("srm.replicate")
 
 DEFAULT_MASTER = "local[*, 4]"  # all cores; a failed task is retried up to 4 times
 MALLOC_ARENA_MAX = "2"  # glibc arenas per process of a job (srm.spark.submit.submit_environment)
+# The executors of a job off this machine compile with C1 alone (HotSpot's quick compiler). Every
+# task they run is a Python copy slot: their JVM only starts tasks and carries results, so C2's
+# peak speed buys nothing, while its compiler threads slowed each executor's start (the JVM start to
+# its registration with the driver) on busy hosts: docs/benchmarks/lab-notes.md. A job's own
+# spark.executor.extraJavaOptions replaces these.
+EXECUTOR_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
 
 
@@ -86,6 +92,7 @@ def job_conf(
     if is_local(master):
         return {**conf, "spark.pyspark.python": sys.executable}
     conf["spark.executorEnv.MALLOC_ARENA_MAX"] = MALLOC_ARENA_MAX  # as submit_environment's, for remote workers
+    conf["spark.executor.extraJavaOptions"] = EXECUTOR_JVM_OPTIONS
     if cores is not None and str(master).startswith("spark://"):
         conf["spark.cores.max"] = str(cores)
     return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import subprocess
 import sys
@@ -94,6 +95,17 @@ def test_a_cluster_job_ships_the_archive_and_the_config() -> None:
     assert conf["spark.executorEnv.PYTHONPATH"] == job_archive.ALIAS
     assert command[command.index("--files") + 1] == "/etc/srm.yaml"
     assert "spark.cores.max" not in conf
+    assert conf["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"  # executors run Python tasks only
+
+
+def test_a_jobs_own_executor_java_options_replace_the_default() -> None:
+    options = "-XX:+UseZGC -Downer=ops"
+    command = spark_submit_command(
+        "replicate.py", [], "spark://10.0.0.5:7077", conf={"spark.executor.extraJavaOptions": options}
+    )
+    assert f"spark.executor.extraJavaOptions={options}" in command
+    assert "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1" not in command
+    assert "spark.executor.extraJavaOptions" not in job_conf("local[2]")  # the driver's JVM runs the tasks
 
 
 @pytest.mark.parametrize(("master", "capped"), [("spark://10.0.0.5:7077", True), ("yarn", False), ("local[2]", False)])
@@ -142,6 +154,29 @@ def test_what_the_executors_import_comes_from_the_archive_alone(tmp_path: Path) 
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_executors_python_workers_import_the_archives_bytecode_without_compiling(tmp_path: Path) -> None:
+    """An executor's folder is new for each application: the archive's bytecode must be used as it
+    is, whatever the unpacked files' times (unchecked-hash .pyc, PEP 552). Shown by a source that
+    no longer compiles: its module still imports, from the bytecode."""
+    with tarfile.open(job_archive.build(tmp_path)) as tar:
+        names = set(tar.getnames())
+        tar.extractall(tmp_path / "env", filter="data")
+    sources = {n for n in names if n.endswith(".py")}
+    assert len(sources) > 300
+    assert all(importlib.util.cache_from_source(n) in names for n in sources)
+    pyc = tmp_path / "env" / importlib.util.cache_from_source("srm/errors.py")
+    assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b01  # hash-based, not checked against the source
+    (tmp_path / "env" / "srm" / "errors.py").write_text("this is not Python\n")
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", "import srm.errors; print(srm.errors.SrmError.__name__)"],
+        env={"PYTHONPATH": str(tmp_path / "env"), "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "SrmError"), done.stderr[-2000:]
 
 
 def test_a_driver_in_the_cluster_reads_the_shipped_copy_of_the_config(
