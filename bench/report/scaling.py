@@ -206,9 +206,10 @@ def cluster(c: dict[str, Any]) -> list[str]:
         "two cores; once copying, the cluster's rate is set by those cores as `local[*, 4]`'s is. A job's rate",
         "against local's therefore grows with its records. This measures what running distributed costs, not a",
         "speed-up, which needs workers on machines of their own. Each copy slot's tasks stay on one executor",
-        "(Spark's executor locality), where its Python worker and producer are. Where a cluster job's start",
-        "goes: [lab notes](../docs/benchmarks/lab-notes.md#scale). Peak memory in `results.json` is the",
-        "driver's process tree only: the executors are children of the workers.",
+        "(Spark's executor locality), where its Python worker and producer are; the executors' JVMs compile",
+        "with C1 alone and their Python workers import the archive's bytecode, which shortened the start.",
+        "Where a cluster job's start goes: [lab notes](../docs/benchmarks/lab-notes.md#scale). Peak memory",
+        "in `results.json` is the driver's process tree only: the executors are children of the workers.",
         *([f"Measured: {c['measured']}."] if c.get("measured") else []),
         "",
     ]

@@ -27,9 +27,10 @@ MALLOC_ARENA_MAX = "2"  # glibc arenas per process of a job (srm.spark.submit.su
 # The executors of a job off this machine compile with C1 alone (HotSpot's quick compiler). Every
 # task they run is a Python copy slot: their JVM only starts tasks and carries results, so C2's
 # peak speed buys nothing, while its compiler threads slowed each executor's start (the JVM start to
-# its registration with the driver) on busy hosts: docs/benchmarks/lab-notes.md. A job's own
-# spark.executor.extraJavaOptions replaces these.
+# its registration with the driver) on busy hosts: docs/benchmarks/lab-notes.md. They follow the
+# operator's own options (executor_java_options); a job's own spark.executor.extraJavaOptions replaces both.
 EXECUTOR_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+EXECUTOR_JAVA_OPTIONS_KEY = "spark.executor.extraJavaOptions"
 MASTER_FORMS = "local, local[N], local[N, retries], spark://HOST:PORT[,HOST:PORT], yarn, k8s://URL"
 
 
@@ -92,7 +93,7 @@ def job_conf(
     if is_local(master):
         return {**conf, "spark.pyspark.python": sys.executable}
     conf["spark.executorEnv.MALLOC_ARENA_MAX"] = MALLOC_ARENA_MAX  # as submit_environment's, for remote workers
-    conf["spark.executor.extraJavaOptions"] = EXECUTOR_JVM_OPTIONS
+    conf[EXECUTOR_JAVA_OPTIONS_KEY] = executor_java_options()
     if cores is not None and str(master).startswith("spark://"):
         conf["spark.cores.max"] = str(cores)
     return {
@@ -101,6 +102,22 @@ def job_conf(
         **job_archive.spark_conf(job_archive.build()),
         **secrets_conf(str(master), clusters),
     }
+
+
+def executor_java_options() -> str:
+    """The executors' JVM options of a job off this machine: the operator's, from the
+    ``spark-defaults.conf`` spark-submit reads (``$SPARK_CONF_DIR``, else the ``conf`` folder of
+    pyspark's Spark home), which the job's own ``--conf`` would otherwise replace, then ours."""
+    import javaproperties
+    import pyspark
+
+    folder = os.environ.get("SPARK_CONF_DIR") or str(Path(pyspark.__file__).parent / "conf")
+    defaults = Path(folder) / "spark-defaults.conf"
+    theirs = ""
+    if defaults.is_file():  # Spark reads it as Java properties
+        with defaults.open(encoding="utf-8") as file:
+            theirs = javaproperties.load(file).get(EXECUTOR_JAVA_OPTIONS_KEY, "").strip()
+    return f"{theirs} {EXECUTOR_JVM_OPTIONS}".strip()
 
 
 AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"  # Spark's own: read by the driver when spark.authenticate is on

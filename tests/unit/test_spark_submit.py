@@ -108,6 +108,20 @@ def test_a_jobs_own_executor_java_options_replace_the_default() -> None:
     assert "spark.executor.extraJavaOptions" not in job_conf("local[2]")  # the driver's JVM runs the tasks
 
 
+def test_the_operators_executor_java_options_are_kept_before_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A --conf replaces what spark-defaults.conf sets: the operator's options must travel with ours."""
+    (tmp_path / "spark-defaults.conf").write_text(
+        "spark.eventLog.enabled true\nspark.executor.extraJavaOptions  -Dsite=dc1 -XX:+UseG1GC\n"
+    )
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    conf = job_conf("spark://10.0.0.5:7077")
+    assert conf["spark.executor.extraJavaOptions"] == "-Dsite=dc1 -XX:+UseG1GC -XX:TieredStopAtLevel=1"
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))  # no file there: ours alone
+    assert job_conf("spark://10.0.0.5:7077")["spark.executor.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"
+
+
 @pytest.mark.parametrize(("master", "capped"), [("spark://10.0.0.5:7077", True), ("yarn", False), ("local[2]", False)])
 def test_a_flow_takes_its_slots_of_a_standalone_cluster_not_every_core(master: str, capped: bool) -> None:
     command = spark_submit_command("replicate.py", [], master, cores=3)
