@@ -55,8 +55,7 @@ def by_master(
         for count in workers:
             row = on_cluster(config, records, size, partitions, tasks=tasks, workers=count)
             runs[count].append({**row, "workers": count})
-    # the median run's figures together: its first record, not the median of every run's
-    rows = [median_run(each, by="job_records_per_s", medians=()) for each in runs.values()]
+    rows = [median_job(each) for each in runs.values()]
     local = rows[0]
     for row in rows:
         row["vs_local"] = round(row["job_records_per_s"] / local["job_records_per_s"], 2)
@@ -75,6 +74,12 @@ def on_cluster(config: Path, records: int, size: int, partitions: int, *, tasks:
         finally:
             cluster.stop()
     return {**row, "cores": 2 * workers}
+
+
+def median_job(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of the median job rate, its figures together (its first record, not the median of
+    every run's), with every run under ``runs`` when there are several."""
+    return median_run(runs, by="job_records_per_s", medians=())
 
 
 def main() -> None:

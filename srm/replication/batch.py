@@ -40,7 +40,7 @@ from srm.replication.slot_daemons import (
     SlotDaemons,
     SlotExecutors,
     Warmup,
-    local_master,
+    on_local_master,
     slot_rdd,
     task_slots,
 )
@@ -87,7 +87,7 @@ class BatchRunner:
         self.states = FlowStates(Warehouse(config.storage.warehouse), flow.name, owner.run)
         self.states.started()
         context = spark.sparkContext
-        local = local_master(context)  # the executor is this driver's JVM
+        local = on_local_master(context)  # the executor is this driver's JVM
         self.assignment = Assignment(flow.name)
         self.slot_daemons = SlotDaemons(
             flow.name, int(context._jvm.java.lang.ProcessHandle.current().pid()) if local else None
@@ -266,7 +266,7 @@ class BatchRunner:
         context = self.spark.sparkContext
         slots = len(jobs)
         if self.mode == "continuous" and slots > (running := task_slots(context, slots)):
-            waited = "" if local_master(context) else f" after {EXECUTORS_WAIT_S:.0f} s for executors"
+            waited = "" if on_local_master(context) else f" after {EXECUTORS_WAIT_S:.0f} s for executors"
             raise ReplicationError(
                 f"flow {self.flow.name}: tasks.max {slots} needs {slots} Spark tasks at once for its leases, but the "
                 f"application runs {running}{waited} (master {context.master}); give it more cores "

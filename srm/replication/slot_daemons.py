@@ -39,6 +39,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from srm.spark.session import is_local
+
 log = logging.getLogger(__name__)
 
 SLOT_VARIABLE = "SRM_COPY_SLOT"
@@ -58,9 +60,9 @@ EXECUTOR_LOCATION = "executor_{host}_{executor}"  # Spark's TaskLocation of one 
 _ENVIRONMENT = threading.Lock()  # slot_rdd sets the context's environment while it builds
 
 
-def local_master(context: Any) -> bool:
+def on_local_master(context: Any) -> bool:
     """Whether ``context`` runs on a local master: its one executor is the driver's JVM."""
-    return str(context.master).startswith("local")
+    return is_local(str(context.master))
 
 
 def slot_rdd(
@@ -107,7 +109,7 @@ def registered_executors(context: Any) -> dict[str, str]:
     """The active executors of the application of a cluster master: id -> host, in the order of
     their ids (Spark's status store, what its UI's executors page shows); none on a local master
     (the driver's JVM is its one executor)."""
-    if local_master(context):
+    if on_local_master(context):
         return {}
     listed = context._jsc.sc().statusStore().executorList(True)  # the active ones
     found = {
@@ -173,7 +175,7 @@ def task_slots(context: Any, wanted: int, wait_s: float = EXECUTORS_WAIT_S, quie
     With ``quiet_s`` (the warm-up, which places slots on executors): it also counts the executors
     registered, waits for the first one, stops once none more has come for ``quiet_s`` (a cluster
     with fewer cores than ``wanted``), and gives 0 when none came within ``wait_s``."""
-    if local_master(context):
+    if on_local_master(context):
         return int(context.defaultParallelism)
     started = last_change = time.monotonic()
     deadline, seen = started + wait_s, 0
@@ -218,7 +220,7 @@ class Warmup:
         self._context = context
         self._cancelled = threading.Event()
         # a local master's job is built here, before the caller builds any other
-        rdd = self._rdd(context, {}) if local_master(context) else None
+        rdd = self._rdd(context, {}) if on_local_master(context) else None
         self._thread = threading.Thread(target=self._run, args=(context, rdd), name="srm-warmup", daemon=True)
         self._thread.start()
 

@@ -13,7 +13,9 @@ version (pyspark refuses others; the archive holds compiled extensions for it). 
 holds every module's bytecode for that version, as unchecked-hash ``.pyc`` files (PEP 552) beside
 the sources: an executor's folder is new for every application, so without them each Python worker
 compiled everything it imports from source before its first task. The archive is built once per
-content: its name carries a digest of the distributions and the project's files.
+content: its name carries a digest of the distributions and the project's files; one is kept per
+content the checkout has had (not per run: a job in progress may still serve it to new executors),
+until ``make clean`` removes ``.local``.
 """
 
 from __future__ import annotations

@@ -225,10 +225,7 @@ def test_a_scale_ratio_is_a_bound_when_one_copy_passed_within_one_poll() -> None
 
 
 def test_a_cluster_row_is_its_median_run_with_every_run_told() -> None:
-    from bench.scale import median_run
-
-    def median_job(runs: list[dict[str, Any]]) -> dict[str, Any]:
-        return median_run(runs, by="job_records_per_s", medians=())  # as bench.cluster takes it
+    from bench.cluster import median_job
 
     def job(per_s: int, first_s: float) -> dict[str, Any]:
         return {

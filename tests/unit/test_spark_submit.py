@@ -84,7 +84,8 @@ def test_a_standalone_master_that_does_not_answer_is_refused() -> None:
         check_master(f"spark://127.0.0.1:{port}", "Airflow connection 'spark_default'")
 
 
-def test_a_cluster_job_ships_the_archive_and_the_config() -> None:
+def test_a_cluster_job_ships_the_archive_and_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)  # no operator's spark-defaults.conf
     command = spark_submit_command(
         "replicate.py", ["--config", "/etc/srm.yaml"], "spark://10.0.0.5:7077", files=("/etc/srm.yaml",)
     )
