@@ -43,7 +43,6 @@ from srm.replication.writer import TargetWriter
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
-FILL_WAIT_S = 0.001  # CopyLoop.fill: longest wait for acknowledgements before looking for records
 WHERE_SHOWN = 10  # partitions named in the message of a failure that lasts (the rest counted)
 
 
@@ -150,21 +149,6 @@ class CopyLoop:
         self.writer.abort()
         self.writer.outage.failed(str(exc), self.job.flow.settings.errors_retry_timeout_ms, self.where, exc.waited_s)
         self.rewind()
-
-    def fill(self, until: float) -> None:
-        """Continuous: copy what arrives while the open transaction's records are on their way to
-        the target into that transaction, until they are all acknowledged (or ``until``, a
-        monotonic time). A record arriving then is written at once and committed with them,
-        instead of waiting for their acknowledgement, the commit, and a transaction of its own.
-
-        A partition's acknowledgements come in the order its records were produced, so its
-        records from before the fill are all acknowledged once it has as many as it had records."""
-        waiting = [(s.acked, len(s.produced)) for s in self.states.values() if len(s.acked) < len(s.produced)]
-        flush = self.writer.producer.flush
-        while waiting and time.monotonic() < until:
-            self.step(0.0)
-            flush(FILL_WAIT_S)  # sends now what step() produced (a flush does not linger)
-            waiting = [(acked, count) for acked, count in waiting if len(acked) < count]
 
     def commit(self, *, settle: Iterable[Key] = ()) -> None:
         """Commit what was copied; ``settle``: and a plain progress record of these partitions

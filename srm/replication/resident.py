@@ -7,9 +7,9 @@ pins each slot to a worker of its own, see :mod:`srm.replication.batch`), hands 
 plan, and the copier goes on without a pause, its consumer still fetching and its transactional
 producer still initialised. A record therefore waits only for its transaction, never for Spark's
 scheduling: the copier commits as soon as it has caught up (its consumer holds nothing more), and
-at the latest ``transaction.interval.ms`` after the transaction's first record. While the
-transaction's records are on their way to the target, what arrives meanwhile joins it
-(:meth:`CopyLoop.fill`).
+at the latest ``transaction.interval.ms`` after the transaction's first record. What arrives
+while a commit waits for its records' acknowledgements goes into the next transaction, on the
+slot's other producer (srm.replication.producers).
 
 A task ends at its lease's end, when the ownership record says so (a higher lease number: new
 topics, an edited list or YAML; ``stopped``; another epoch: the flow was taken over), or when the
@@ -154,9 +154,7 @@ class ResidentCopier(threading.Thread):
             copied = self.loop.step(0.0 if open_transaction else IDLE_WAIT_S)
             due = self.loop.writer.due_in(interval)
             if due is not None and ((open_transaction and not copied) or due <= 0):
-                # Caught up (the consumer holds nothing more) or the interval is over: commit.
-                self.loop.fill(time.monotonic() + due)  # what arrives meanwhile joins it
-                commit_or_rewind(self.loop)
+                commit_or_rewind(self.loop)  # caught up (the consumer holds nothing more) or the interval is over
             if self.loop.blocked or self.loop.replan:
                 self.lease_over.set()  # the driver reports the loss or plans the partition again
 

@@ -16,66 +16,15 @@ import pytest
 from srm.config import SrmConfig
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name, progress_topic_name
-from srm.kafka.topics import ensure_topic, topic_ids
+from srm.kafka.topics import ensure_topic
 from srm.replication.clientcache import ClientCache
-from srm.replication.copier import CopyLoop, commit_or_rewind
-from srm.replication.job import OPEN_END, CopyJob, CopyRange, Lease
+from srm.replication.job import CopyJob, Lease
 from srm.replication.source_reader import SourceReader
 from tests.helpers import produce
 from tests.integration.test_progress_journal import flow_env
-from tests.integration.test_replicate_continuous import target_records
 from tests.replication import sequenced
 
 pytestmark = pytest.mark.integration
-
-
-def test_records_arriving_while_a_transaction_is_acknowledged_join_it(
-    kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
-) -> None:
-    """A transaction's records are on their way to the target when more arrive from the source:
-    the fill before the commit copies those into the same transaction, so one commit makes all
-    of them visible, instead of the later ones waiting for a transaction of their own."""
-    topic = unique("fill")
-    env, flow = flow_env(kafka, tmp_path, topic)
-    remote = flow.policy.format_remote_topic(env.west.alias, topic)
-    ensure_topic(clients.admin_client(env.west), topic, 1)
-    ensure_topic(clients.admin_client(env.east), remote, 1)
-    topic_id = topic_ids(clients.admin_client(env.west), [topic])[topic]
-    job = CopyJob(
-        flow,
-        env.west,
-        env.east,
-        0,
-        (CopyRange(topic, 0, 0, OPEN_END, topic_id, remote),),
-        history_topic_name(flow),
-        progress_topic_name(flow),
-        epoch=0,
-        owners_run="test",
-        owners_offset=0,
-        lease=Lease(1, 60, 100),
-    )
-    produce(env.west, topic, sequenced(1, 100))
-    loop = CopyLoop(job, ClientCache())
-    try:
-        loop.add(job.ranges)
-        state = loop.states[(topic, 0)]
-        deadline = time.monotonic() + 30
-        while len(state.produced) < 100:  # the last step's records are unacknowledged: it just sent them
-            assert time.monotonic() < deadline, f"only {len(state.produced)} of 100 records copied in 30 s"
-            loop.step(0.5)
-        produce(env.west, topic, sequenced(1, 50, start=100))
-        time.sleep(2)  # the consumer fetches them meanwhile; the producer's reports wait, unread
-        loop.fill(time.monotonic())  # the transaction's interval is over: nothing more joins it
-        assert len(state.produced) == 100
-        until = time.monotonic() + 10
-        loop.fill(until)
-        assert len(state.produced) == 150
-        assert time.monotonic() < until, "the fill ran to its deadline instead of ending with the acknowledgements"
-        assert commit_or_rewind(loop)
-    finally:
-        loop.close()
-    assert (loop.writer.commits, state.result.transactions, state.committed) == (1, 1, 150)
-    assert target_records(env, topic) == 150
 
 
 def reader_job(flow: Any, env: Any, lease: Lease | None = None) -> CopyJob:
