@@ -28,6 +28,7 @@ from bench.mm2 import mm2_properties
 from srm.config.model import Cluster
 from srm.devenv.jvm import kafka_command
 from srm.paths import project_root
+from srm.spark import driver
 from srm.spark.submit import spark_submit_command, submit_environment
 
 
@@ -45,8 +46,9 @@ def ours(
         "replicate.py", ["--source", source, "--target", target, "--mode", "continuous", "--config", str(path)]
     )
     out = (workdir / f"ours-{source}.log").open("w")
+    # the stop's SIGTERM to the whole session reaches the Python driver alone (srm.spark.driver)
     process = subprocess.Popen(
-        command, env=submit_environment(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        driver.ignoring(command), env=submit_environment(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
     )
     return process, source
 

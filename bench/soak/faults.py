@@ -69,12 +69,12 @@ class Faults:
 
     # --- processes ----------------------------------------------------------------------------
     def kill_driver(self) -> str:
-        """SIGKILL of the Spark driver JVM (the supervisor starts the job again)."""
-        pid = self.soak.job.pid()
-        if pid is None:
+        """SIGKILL of the Spark driver JVM (srm-control run ends with it; the supervisor starts the job again)."""
+        run, pid = self.soak.job.pid(), self.soak.job.spark_submit()
+        if run is None or pid is None:
             return "no driver running"
         os.kill(pid, signal.SIGKILL)
-        self.soak.job.wait_restarted(pid)
+        self.soak.job.wait_restarted(run)
         return f"driver pid {pid} killed; job restarted"
 
     def kill_worker(self) -> str:

@@ -64,6 +64,15 @@ class Job(threading.Thread):
             while self.process is not None and self.process.pid == old_pid and time.monotonic() < deadline:
                 self._launched.wait(1.0)
 
+    def spark_submit(self) -> int | None:
+        """The pid of the job's spark-submit JVM (the child of ``srm-control run``), the Spark driver."""
+        pid = self.pid()
+        try:
+            children = psutil.Process(pid).children() if pid is not None else []
+        except psutil.NoSuchProcess:
+            return None
+        return next((c.pid for c in children if "org.apache.spark.deploy.SparkSubmit" in _cmdline(c)), None)
+
     def python_workers(self) -> list[psutil.Process]:
         """The job's forked Python workers (children of pyspark's daemon, where copiers run)."""
         pid = self.pid()

@@ -11,16 +11,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowTaskTerminated
 
 from srm.config.model import Flow
 from srm.errors import FlowTakenOverError, SrmError
+from srm.spark import driver
 from srm.spark.session import check_master, is_local, job_conf
 from srm.spark.submit import driver_java_options, job_script, submit_environment
 
 # what submit_environment sets
 SUBMIT_VARIABLES = ("SPARK_HOME", "PATH", "PYSPARK_PYTHON", "SPARK_LOCAL_IP", "MALLOC_ARENA_MAX")
+# How long a killed task waits for a replication job to stop gracefully (its copiers commit) before
+# it kills spark-submit: within the 5 s Airflow's supervisor leaves between its SIGTERM and SIGKILL.
+STOP_GRACE_S = 4.0
 
 
 class FlowSparkSubmitOperator(SparkSubmitOperator):
@@ -30,11 +35,18 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
     unusable master fails the task at once, without retries, naming the connection. Off this
     machine the job ships the project in an archive and the configuration file with ``--files``.
     A run that another run took over fails without retries too.
+
+    A replication job's driver has the stop signals to itself (:mod:`srm.spark.driver`): a killed
+    task (marked failed, timed out, its worker stopped) stops it gracefully, its copiers committing,
+    and kills it only if it has not ended within STOP_GRACE_S. A task ended by SIGTERM fails without
+    a retry, as Airflow fails a terminated task (a job stopped early is not a task done); a timed-out
+    one fails with Airflow's timeout error, retried as the task says.
     """
 
     def __init__(self, *, source: str, target: str, config_file: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.source, self.target, self.config_file = source, target, config_file
+        self.killed = False
 
     @property
     def flow_name(self) -> str:
@@ -58,14 +70,45 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
             self.files = self.config_file
         self.log.info("flow %s: Spark master %s (Airflow connection %r)", self.flow_name, master, self._conn_id)
         try:
-            return super().execute(context)
+            result = super().execute(context)
         except AirflowException as exc:
+            if self.killed:
+                raise AirflowTaskTerminated(f"flow {self.flow_name}: the task was killed; its job was killed") from exc
             if f"Error code is: {FlowTakenOverError.EXIT_STATUS}." not in str(exc):
                 raise
             raise AirflowFailException(
                 f"flow {self.flow_name} was taken over by another run (the job's last lines above say which); "
                 "not retried: stop one of the two runs"
             ) from exc
+        if self.killed:  # the job ended well because it was asked to: the task did not (failed, not retried)
+            raise AirflowTaskTerminated(f"flow {self.flow_name}: the task was killed; its job stopped gracefully")
+        return result
+
+    def _get_hook(self) -> SparkSubmitHook:
+        hook = super()._get_hook()
+        if self.stops_gracefully(hook):
+            build = hook._build_spark_submit_command
+            hook._build_spark_submit_command = lambda application: driver.ignoring(build(application))  # type: ignore[method-assign]
+        return hook
+
+    def stops_gracefully(self, hook: SparkSubmitHook) -> bool:
+        """Does the job's Python driver run under this task's spark-submit, and stop gracefully on a signal?"""
+        return driver.stops_gracefully(self.application) and hook._connection.get("deploy_mode") != "cluster"
+
+    def on_kill(self) -> None:
+        # Called in the task's SIGTERM handler (or after a timeout): nothing is logged before the
+        # driver has the signal, so that a handler that lands while the task logs cannot wait on it.
+        self.killed = True
+        hook = self._hook
+        process = getattr(hook, "_submit_sp", None)
+        if hook is not None and process is not None and self.stops_gracefully(hook):
+            stopped = driver.stop(process, self.application, STOP_GRACE_S)
+            if stopped:
+                self.log.info("flow %s: the job stopped (exit code %s)", self.flow_name, process.returncode)
+                return
+            driver.kill(process, self.application)
+            self.log.warning("flow %s: the job did not stop within %.0f s; killed", self.flow_name, STOP_GRACE_S)
+        super().on_kill()
 
     def driver_java_options(self) -> str:
         """The driver's JVM options for the job as this run submits it (its arguments rendered:
@@ -74,7 +117,6 @@ class FlowSparkSubmitOperator(SparkSubmitOperator):
 
     def master(self) -> str:
         """The master the connection names, checked; AirflowFailException if it is missing or unusable."""
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
         from airflow.sdk import BaseHook
 
         where = f"flow {self.flow_name}: Airflow connection {self._conn_id!r} (spark.connection_id)"

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,8 +14,9 @@ from srm.config.summary import summary_json, summary_lines
 from srm.devenv.local import LocalClusters
 from srm.errors import SrmError
 from srm.paths import local_dir
+from srm.spark import driver
 from srm.spark.session import check_master, is_local, local_master
-from srm.spark.submit import spark_submit_command, submit_environment
+from srm.spark.submit import job_script, spark_submit_command, submit_environment
 
 
 def validate(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -45,7 +44,7 @@ def import_mm2(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any] | None:
-    """Replace this process with spark-submit, so signals reach Spark directly."""
+    """spark-submit of the job, in the foreground; SIGTERM and Ctrl-C stop it gracefully."""
     config = load_config(args.config, strict=True)
     flow = config.flow(args.source, args.target)
     job_args = ["--source", flow.source, "--target", flow.target, "--config", str(Path(config.file).resolve())]
@@ -72,10 +71,10 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         print(shlex.join(command))
         return None
     sys.stdout.flush()
-    # Ctrl-C is for the job's Python driver, which stops gracefully (the copiers commit first):
-    # spark-submit's JVM starts with SIGINT ignored and keeps it so, instead of tearing the job down.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.execve(command[0], command, {**submit_environment(master), "SRM_RUN_BY": "srm-control run"})
+    # Ctrl-C and SIGTERM are for the job's Python driver, which stops gracefully (the copiers commit
+    # first): spark-submit's JVM ignores them instead of tearing the job down (srm.spark.driver).
+    environment = {**submit_environment(master), "SRM_RUN_BY": "srm-control run"}
+    raise SystemExit(driver.run(command, environment, str(job_script(f"{args.job}.py"))))
 
 
 def local(args: argparse.Namespace) -> dict[str, Any] | None:

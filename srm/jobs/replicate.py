@@ -6,7 +6,8 @@
 ``available-now`` copies what the source holds when it starts and stops (scheduled runs,
 ``airflow dags test``); ``continuous`` copies until stopped, committing a transaction every
 ``transaction.interval.ms``. SIGTERM or Ctrl-C stops it gracefully (the copiers commit what they
-hold); a second Ctrl-C stops it at once, which loses nothing either.
+hold), also when sent to the whole process group, whose spark-submit JVM ignores them
+(srm.spark.driver); a second Ctrl-C stops it at once, which loses nothing either.
 
 Exit status: 0 done, 1 an error (the message says what and where), 3 another run took the flow
 over (not worth retrying while that run goes on).
@@ -40,26 +41,57 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def stop_on_signals(run: ReplicationRun) -> None:
-    """SIGTERM/SIGINT: stop gracefully in the background; a second SIGINT: exit at once."""
+class StopOnSignals:
+    """SIGTERM/SIGINT: stop gracefully in the background; a second SIGINT: exit at once.
 
-    def graceful(signum: int, frame: FrameType | None) -> None:
-        logging.getLogger("srm.replicate").info("signal %d: stopping after the copiers commit", signum)
+    Installed first thing (the driver starts with both ignored, see srm.spark.driver) and again once
+    the run has started (pyspark's SparkContext installs a SIGINT handler of its own, which cancels
+    every Spark job: the copiers' too). A signal that comes while the run starts stops it as soon as
+    it has started."""
+
+    def __init__(self) -> None:
+        self.run: ReplicationRun | None = None
+        self.requested = threading.Event()
+        self.stopping = False
+        self.install()
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self.graceful)
+        signal.signal(signal.SIGINT, signal.default_int_handler if self.requested.is_set() else self.graceful)
+
+    def started(self, run: ReplicationRun) -> ReplicationRun:
+        self.run = run
+        self.install()
+        if self.requested.is_set():
+            self.begin_stop()
+        return run
+
+    def graceful(self, signum: int, frame: FrameType | None) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        threading.Thread(target=run.stop, name="srm-stop", daemon=True).start()
+        if self.requested.is_set():  # the same stop twice: to the process group and from Airflow's on_kill
+            return
+        self.requested.set()
+        if self.run is None:
+            logging.getLogger("srm.replicate").info("signal %d: stopping as soon as the run has started", signum)
+            return
+        logging.getLogger("srm.replicate").info("signal %d: stopping after the copiers commit", signum)
+        self.begin_stop()
 
-    signal.signal(signal.SIGTERM, graceful)
-    signal.signal(signal.SIGINT, graceful)
+    def begin_stop(self) -> None:
+        """Signal handlers and ``started`` both run on the main thread: no lock needed to stop once."""
+        if self.run is not None and not self.stopping:
+            self.stopping = True
+            threading.Thread(target=self.run.stop, name="srm-stop", daemon=True).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     start_logging()
+    stop = StopOnSignals()
     try:
         config, flow, spark = flow_session(args, "replicate")
         run = start_replication(spark, config, flow, args.mode, plan_log=args.plan_log, invoker=args.invoker)
-        stop_on_signals(run)
-        run.wait()
+        stop.started(run).wait()
     except SrmError as exc:
         return exit_status(exc)
     return 0

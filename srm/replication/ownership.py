@@ -267,6 +267,7 @@ class FlowOwner:
         """Copy tasks commit what they hold and stop copying."""
         if self.current is not None and self.current.state != STOPPED:
             self._write(replace(self.current, state=STOPPED), timeout_s)
+            log.info("flow %s: run %s (epoch %d) stopped", self.flow.name, self.run, self.current.epoch)
 
     def check(self) -> None:
         """Raise FlowTakenOverError if a newer record of the flow belongs to another epoch (the

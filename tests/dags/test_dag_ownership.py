@@ -3,9 +3,9 @@ Airflow task fails at once (not retried) saying who has it, and no record is los
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
-import sys
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,38 +14,22 @@ import yaml
 
 from srm.config import SrmConfig
 from srm.devenv.airflow import LocalAirflow
-from srm.kafka import clients
-from srm.kafka.topics import ensure_topic
 from srm.spark.submit import DRIVER_HEAP_FLOOR
+from tests.dags.replicate_dag import PARTITIONS, copying_dag
 from tests.integration.test_replicate_continuous import target_records, wait_for
-from tests.jobs import Job, Writer, exactly_once
-from tests.replication import make_env
+from tests.jobs import Job, exactly_once
 
 pytestmark = pytest.mark.integration
 Airflow = Callable[[Path], LocalAirflow]
-PARTITIONS = 4
 
 
 def test_srm_control_run_takes_the_flow_over_from_the_airflow_run(
     kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str], airflow: Airflow
 ) -> None:
     topic = unique("af-own")
-    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic], "task.lease.seconds": 10}])
+    env, writer, dag, dag_log = copying_dag(kafka, tmp_path, topic, airflow)
     flow = env.flow()
-    ensure_topic(clients.admin_client(env.west), topic, PARTITIONS)
-    writer = Writer(env.west, topic, PARTITIONS, burst=60)
-    writer.start()
-    dag_log = tmp_path / "dag.log"
-    command = [
-        str(Path(sys.executable).parent / "airflow"),
-        "dags",
-        "test",
-        f"{flow.source}_to_{flow.target}.replicate",
-    ]
-    with open(dag_log, "wb") as out:  # the DAG's continuous run, as the scheduler would start it
-        dag = subprocess.Popen(command, env=airflow(env.path).env(), stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: target_records(env, topic) > 500, 180, "the Airflow run copying")
         # srm-control run of the same flow from another file, with another tasks.max
         data = yaml.safe_load(env.path.read_text())
         data["flows"][0]["tasks.max"] = 2
@@ -56,7 +40,7 @@ def test_srm_control_run_takes_the_flow_over_from_the_airflow_run(
         assert dag.wait(180) != 0
     finally:
         if dag.poll() is None:
-            dag.kill()
+            os.killpg(dag.pid, signal.SIGKILL)  # its spark-submit too, which ignores SIGTERM
     text = dag_log.read_text()
     assert f"flow {flow.name} was taken over by run {claim.group(1)} (srm-control run" in text
     assert "not retried" in text and "state=failed" in text
