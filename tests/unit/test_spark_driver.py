@@ -13,8 +13,9 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -68,10 +69,29 @@ def wait_for(path: Path, timeout_s: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def start(tmp_path: Path, commit_s: float | None = 0.5) -> subprocess.Popen[bytes]:
-    submit = subprocess.Popen(driver.ignoring(job(tmp_path, commit_s)), start_new_session=True)
+STARTED: list[subprocess.Popen[bytes]] = []  # each in a session of its own, killed whole after its test
+
+
+@pytest.fixture(autouse=True)
+def reaped() -> Iterator[None]:
+    """Every process group a test started is gone after it (drivers orphaned by a kill included)."""
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+
+
+def started(command: list[str], tmp_path: Path, **kwargs: Any) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(command, start_new_session=True, **kwargs)
+    STARTED.append(process)
     wait_for(tmp_path / "started")
-    return submit
+    return process
+
+
+def start(tmp_path: Path, commit_s: float | None = 0.5) -> subprocess.Popen[bytes]:
+    return started(driver.ignoring(job(tmp_path, commit_s)), tmp_path)
 
 
 def test_only_the_replication_job_stops_gracefully() -> None:
@@ -81,25 +101,17 @@ def test_only_the_replication_job_stops_gracefully() -> None:
 
 def test_a_sigterm_to_the_whole_group_reaches_the_driver_alone_and_spark_submit_ends_with_it(tmp_path: Path) -> None:
     submit = start(tmp_path)
-    try:
-        assert (tmp_path / "submit").read_text() == "[True, True]"  # SIGINT and SIGTERM ignored
-        os.killpg(submit.pid, signal.SIGTERM)  # as Airflow's supervisor ends a task
-        assert submit.wait(30) == 0
-        assert (tmp_path / "stopped").read_text() == f"signal {signal.SIGTERM}"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(submit.pid, signal.SIGKILL)
+    assert (tmp_path / "submit").read_text() == "[True, True]"  # SIGINT and SIGTERM ignored
+    os.killpg(submit.pid, signal.SIGTERM)  # as Airflow's supervisor ends a task
+    assert submit.wait(30) == 0
+    assert (tmp_path / "stopped").read_text() == f"signal {signal.SIGTERM}"
 
 
 def test_the_driver_is_found_under_spark_submit_by_its_script(tmp_path: Path) -> None:
     submit = start(tmp_path)
-    try:
-        found = driver.python_driver(submit.pid, "/anywhere/replicate.py")
-        assert found is not None and found.ppid() == submit.pid
-        assert driver.python_driver(submit.pid, "checkpoints.py") is None
-    finally:
-        os.killpg(submit.pid, signal.SIGKILL)
-        submit.wait(30)
+    found = driver.python_driver(submit.pid, "/anywhere/replicate.py")
+    assert found is not None and found.ppid() == submit.pid
+    assert driver.python_driver(submit.pid, "checkpoints.py") is None
 
 
 def test_stop_waits_for_the_driver_to_commit_and_spark_submit_to_end(tmp_path: Path) -> None:
@@ -113,14 +125,10 @@ def test_stop_waits_for_the_driver_to_commit_and_spark_submit_to_end(tmp_path: P
 
 def test_stop_gives_up_after_the_grace_when_the_driver_does_not_end(tmp_path: Path) -> None:
     submit = start(tmp_path, commit_s=None)
-    try:
-        began = time.monotonic()
-        assert driver.stop(submit, "replicate.py", grace_s=1.0) is False
-        assert 1.0 <= time.monotonic() - began < 10
-        assert submit.poll() is None  # left to the caller's kill
-    finally:
-        os.killpg(submit.pid, signal.SIGKILL)
-        submit.wait(30)
+    began = time.monotonic()
+    assert driver.stop(submit, "replicate.py", grace_s=1.0) is False
+    assert 1.0 <= time.monotonic() - began < 10
+    assert submit.poll() is None  # left to the caller's kill
 
 
 # srm-control run as far as signals go: driver.run of the stand-in job, its status as the exit status.
@@ -135,24 +143,18 @@ def control(tmp_path: Path, commit_s: float | None = 0.5, script: str = "replica
     (tmp_path / "control.py").write_text(textwrap.dedent(CONTROL))
     command = [sys.executable, str(tmp_path / "control.py"), script, *job(tmp_path, commit_s, script)]
     root = Path(driver.__file__).parents[2]
-    process = subprocess.Popen(command, start_new_session=True, env={**os.environ, "PYTHONPATH": str(root)})
-    wait_for(tmp_path / "started")
-    return process
+    return started(command, tmp_path, env={**os.environ, "PYTHONPATH": str(root)})
 
 
 @pytest.mark.parametrize("to_group", [False, True])
 def test_srm_control_run_turns_sigterm_into_the_drivers_graceful_stop(tmp_path: Path, to_group: bool) -> None:
     process = control(tmp_path)
-    try:
-        if to_group:  # systemd's default KillMode, Ctrl-C's SIGINT likewise
-            os.killpg(process.pid, signal.SIGTERM)
-        else:  # kill PID
-            process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
-        assert (tmp_path / "stopped").read_text() == f"signal {signal.SIGTERM}"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+    if to_group:  # systemd's default KillMode, Ctrl-C's SIGINT likewise
+        os.killpg(process.pid, signal.SIGTERM)
+    else:  # kill PID
+        process.send_signal(signal.SIGTERM)
+    assert process.wait(30) == 0
+    assert (tmp_path / "stopped").read_text() == f"signal {signal.SIGTERM}"
 
 
 def test_srm_control_run_asked_again_while_the_job_ends_still_ends_well(tmp_path: Path) -> None:
@@ -169,14 +171,10 @@ def test_srm_control_run_passes_a_signal_to_the_spark_submit_of_a_job_without_a_
     tmp_path: Path,
 ) -> None:
     process = control(tmp_path, script="checkpoints.py")
-    try:
-        assert (tmp_path / "submit").read_text() == "[True, False]"  # Ctrl-C is its driver's; SIGTERM its own
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 128 + signal.SIGTERM  # spark-submit ended by it, as before
-        assert not (tmp_path / "stopped").exists()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+    assert (tmp_path / "submit").read_text() == "[True, False]"  # Ctrl-C is its driver's; SIGTERM its own
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(30) == 128 + signal.SIGTERM  # spark-submit ended by it, as before
+    assert not (tmp_path / "stopped").exists()
 
 
 def test_srm_control_run_killed_takes_spark_submit_with_it(tmp_path: Path) -> None:
@@ -185,23 +183,27 @@ def test_srm_control_run_killed_takes_spark_submit_with_it(tmp_path: Path) -> No
     process.kill()  # kill -9: the job must not go on copying without the process that owns it
     process.wait(30)
     gone, alive = psutil.wait_procs([submit], timeout=30)
-    assert gone and not alive
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # the driver, orphaned as with a JVM killed by -9
+    assert gone and not alive  # (its driver, orphaned as with a JVM killed by -9, is reaped after the test)
 
 
-def test_a_killed_airflow_task_stops_its_replication_job_gracefully(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def operator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Any]:
+    """A replicate DAG's operator for the stand-in job ``script`` in tmp_path, on a local master."""
     from srm.airflow.spark import FlowSparkSubmitOperator
 
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[*, 4]"}))
 
-    def operator(script: str) -> FlowSparkSubmitOperator:
+    def made(script: str) -> FlowSparkSubmitOperator:
         return FlowSparkSubmitOperator(
             source="a", target="b", config_file="srm.yaml", task_id="t", application=str(tmp_path / script)
         )
 
+    return made
+
+
+def test_a_killed_airflow_task_stops_its_replication_job_gracefully(
+    tmp_path: Path, operator: Callable[[str], Any]
+) -> None:
     task = operator("replicate.py")
     hook = task._get_hook()
     command = hook._build_spark_submit_command(str(tmp_path / "replicate.py"))
@@ -217,14 +219,11 @@ def test_a_killed_airflow_task_stops_its_replication_job_gracefully(
 
 
 def test_a_killed_airflow_task_kills_a_job_that_does_not_stop_driver_included(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, operator: Callable[[str], Any]
 ) -> None:
-    from srm.airflow.spark import STOP_GRACE_S, FlowSparkSubmitOperator
+    from srm.airflow.spark import STOP_GRACE_S
 
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[*, 4]"}))
-    task = FlowSparkSubmitOperator(
-        source="a", target="b", config_file="srm.yaml", task_id="t", application=str(tmp_path / "replicate.py")
-    )
+    task = operator("replicate.py")
     task._hook = hook = task._get_hook()
     hook._submit_sp = submit = start(tmp_path, commit_s=None)  # a driver that ignores SIGTERM
     found = driver.python_driver(submit.pid, "replicate.py")
