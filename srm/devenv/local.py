@@ -68,6 +68,11 @@ BASE_SERVER_PROPERTIES = {
     "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     "log.retention.check.interval.ms": "10000",
+    # A controlled shutdown hands a broker's partitions to other replicas; one node has none, so it
+    # leaves them leaderless while the node's transaction coordinator still runs, and the coordinator
+    # skips the markers of a transaction it completes then ("likely deleted already"): the
+    # transaction stays open on those partitions and read_committed readers stall at it for good.
+    "controlled.shutdown.enable": "false",
     # A partition's offset and time indexes are files of this size, mapped into memory and sparse
     # until written. Where the disk reads ahead far (8 MiB on the VMs these clusters are measured
     # on; 128 KiB is common), the first write to a new index faults in and zero-fills that much:

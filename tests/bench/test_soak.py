@@ -5,6 +5,7 @@ retention, and every group fails over without re-reading or skipping a record.""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,8 @@ def test_a_four_minute_soak_loses_and_duplicates_nothing_and_prunes_the_history(
     command = [sys.executable, "-m", "bench.soak", "--minutes", "4", "--rate", "500", "--topics", "2"]
     command += ["--partitions", "4", "--groups", "10", "--retention-minutes", "1.5", "--faults", "5"]
     command += ["--kinds", KINDS, "--warmup-seconds", "30", "--prune-seconds", "45", "--checkpoint-seconds", "40"]
-    command += ["--json", "--out", str(tmp_path)]
+    # The clusters' logs and data stay in the test's temporary folder when it fails, to be read.
+    command += ["--json", "--out", str(tmp_path), "--workdir", str(tmp_path / "work")]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1100, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
@@ -43,3 +45,4 @@ def test_a_four_minute_soak_loses_and_duplicates_nothing_and_prunes_the_history(
     assert "| 0 lost, 0 duplicated, order kept | 0 lost, 0 duplicated | yes |" in report
     assert json.loads((tmp_path / "soak.json").read_text())["records"] == result["records"]
     assert (tmp_path / "soak.png").stat().st_size > 0
+    shutil.rmtree(tmp_path / "work")
