@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Self
 
 from srm.errors import RecordFormatError
+from srm.mm2.wire import VERSION, WireReader
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -22,7 +23,6 @@ _RUN = struct.Struct(">qqi")  # OffsetRunsRecord: upstream first, downstream fir
 _TWO_INT16 = struct.Struct(">hh")
 _CHECKPOINT_HEAD = struct.Struct(">hqq")  # Checkpoint value: version, upstream, downstream offsets
 _MAX_STRING = 32767
-VERSION = 0
 
 
 @dataclass(frozen=True)
@@ -68,54 +68,6 @@ class _Writer:
         return b"".join(self._parts)
 
 
-class _Reader:
-    def __init__(self, data: bytes | None, what: str) -> None:
-        if data is None:
-            raise ValueError(f"{what} is null")
-        self._data = data
-        self._pos = 0
-        self._what = what
-
-    def _need(self, n: int, field: str) -> int:
-        """The position of ``field``'s ``n`` bytes, which the reader moves past."""
-        at = self._pos
-        if at + n > len(self._data):
-            raise ValueError(
-                f"{self._what} too short: field {field} needs {n} bytes at byte {at}, "
-                f"only {len(self._data) - at} left (total {len(self._data)} bytes)"
-            )
-        self._pos = at + n
-        return at
-
-    def int16(self, field: str) -> int:
-        return int(_INT16.unpack_from(self._data, self._need(2, field))[0])
-
-    def int32(self, field: str) -> int:
-        return int(_INT32.unpack_from(self._data, self._need(4, field))[0])
-
-    def int64(self, field: str) -> int:
-        return int(_INT64.unpack_from(self._data, self._need(8, field))[0])
-
-    def string(self, field: str) -> str:
-        length = self.int16(field + " length")
-        if length < 0:
-            raise ValueError(f"{self._what}: field {field} is a null string (length {length})")
-        at = self._need(length, field)
-        try:
-            return self._data[at : self._pos].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{self._what}: field {field} is not valid UTF-8") from exc
-
-    def more(self) -> bool:
-        """Bytes are left: an optional trailing field is present."""
-        return self._pos < len(self._data)
-
-    def version(self) -> None:
-        version = self.int16("version")
-        if version != VERSION:
-            raise ValueError(f"{self._what}: unsupported version {version} (this reader knows {VERSION})")
-
-
 class KafkaMessage(Protocol):
     """The part of ``confluent_kafka.Message`` the decoders use."""
 
@@ -133,7 +85,7 @@ class _Record:
     KIND: ClassVar[str]
 
     @classmethod
-    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+    def _parse(cls, key: WireReader, value: WireReader) -> Self:
         raise NotImplementedError
 
     @classmethod
@@ -155,7 +107,7 @@ class _Record:
         if (fast := cls._fast(key, value)) is not None:
             return fast
         try:
-            return cls._parse(_Reader(key, f"{cls.KIND} key"), _Reader(value, f"{cls.KIND} value"))
+            return cls._parse(WireReader(key, f"{cls.KIND} key"), WireReader(value, f"{cls.KIND} value"))
         except (ValueError, struct.error) as exc:
             location = f" at {where}" if where else ""
             raise RecordFormatError(f"cannot decode {cls.KIND} record{location}: {exc}") from exc
@@ -196,7 +148,7 @@ class Heartbeat(_Record):
         return _Writer().int16(VERSION).int64(self.timestamp).bytes()
 
     @classmethod
-    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+    def _parse(cls, key: WireReader, value: WireReader) -> Self:
         source, target = key.string("sourceClusterAlias"), key.string("targetClusterAlias")
         value.version()
         return cls(source, target, value.int64("timestamp"))
@@ -225,7 +177,7 @@ class Checkpoint(_Record):
         return _CHECKPOINT_HEAD.pack(VERSION, self.upstream_offset, self.downstream_offset) + _string(self.metadata)
 
     @classmethod
-    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+    def _parse(cls, key: WireReader, value: WireReader) -> Self:
         group, topic, partition = key.string("group"), key.string("topic"), key.int32("partition")
         value.version()
         upstream, downstream = value.int64("upstreamOffset"), value.int64("offset")
@@ -254,7 +206,7 @@ class _PartitionKeyed(_Record):
         return _Writer().string(self.topic).int32(self.partition).bytes()
 
     @staticmethod
-    def _partition(key: _Reader) -> tuple[str, int]:
+    def _partition(key: WireReader) -> tuple[str, int]:
         return key.string("topic"), key.int32("partition")
 
 
@@ -275,7 +227,7 @@ class OffsetSync(_PartitionKeyed):
         return _Writer().int64(self.upstream_offset).int64(self.downstream_offset).bytes()
 
     @classmethod
-    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+    def _parse(cls, key: WireReader, value: WireReader) -> Self:
         topic, partition = cls._partition(key)
         return cls(topic, partition, value.int64("upstreamOffset"), value.int64("offset"))
 
@@ -331,7 +283,7 @@ class OffsetRunsRecord(_PartitionKeyed):
         return w.bytes()
 
     @classmethod
-    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+    def _parse(cls, key: WireReader, value: WireReader) -> Self:
         topic, partition = cls._partition(key)
         value.version()
         topic_id, next_offset, count = value.string("topicId"), value.int64("nextOffset"), value.int32("runCount")
@@ -385,7 +337,7 @@ class ProgressRecord(_PartitionKeyed):
         return (w.int64(self.history_from) if self.history_from >= 0 else w).bytes()
 
     @classmethod
-    def _parse(cls, key: _Reader, value: _Reader) -> Self:
+    def _parse(cls, key: WireReader, value: WireReader) -> Self:
         topic, partition = cls._partition(key)
         value.version()
         topic_id, next_offset = value.string("topicId"), value.int64("nextOffset")

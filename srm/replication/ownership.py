@@ -31,6 +31,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Iterable
 from concurrent import futures
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -39,8 +40,9 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, InvariantError, RecordFormatError, SrmError
 from srm.kafka import clients
-from srm.kafka.internal_topics import OWNERS_TOPIC
+from srm.kafka.internal_topics import OWNERS_TOPIC, history_topic_name, progress_topic_name
 from srm.kafka.partitions import assign_partitions, read_to_end
+from srm.kafka.transactions import end_hanging
 from srm.replication.job import CopyJob, copy_transactional_ids
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
 
@@ -181,7 +183,9 @@ def fence_others(job: CopyJob) -> None:
     with its Python worker (killed, out of memory) keeps it open for transaction.timeout.ms, and
     the slot's next copier, which would abort it, waits for this lease to end. Its producers
     fenced, the transaction is aborted now. A live copier fenced by mistake (its transaction
-    held that long by an outage) fails its task, which Spark runs again."""
+    held that long by an outage) fails its task, which Spark runs again. A transaction of an
+    earlier epoch that Kafka left open on the progress or history topic is ended too
+    (:func:`end_hanging_transactions`)."""
     ids = job.others_transactional_ids
     if not ids:
         return
@@ -195,6 +199,42 @@ def fence_others(job: CopyJob) -> None:
         fence_producers(job.target, ids)
     except SrmError as exc:  # the read goes on waiting, up to the transaction's time-out
         log.warning("%s: %s", slot, exc)
+    end_hanging_transactions(job.target, job.flow)
+
+
+def live_transactional_ids(consumer: Any, flow: Flow) -> set[str]:
+    """The copy producers' transactional ids that may be alive: the latest epoch's while its run has
+    not stopped, and those of the epochs not fenced yet."""
+    latest, _ = latest_ownership(consumer, flow, timeout_s=30.0)
+    if latest is None:
+        return set()
+    epochs = [*latest.unfenced, *([(latest.epoch, latest.tasks)] if latest.state == RUNNING else [])]
+    return set(epochs_transactional_ids(flow, epochs))
+
+
+def epochs_transactional_ids(flow: Flow, epochs: Iterable[tuple[int, int]]) -> list[str]:
+    """The copy producers' transactional ids of ``epochs`` ((epoch, slots) each)."""
+    return [tid for epoch, n in epochs for slot in range(n) for tid in copy_transactional_ids(flow, epoch, slot)]
+
+
+def end_hanging_transactions(target: Cluster, flow: Flow) -> None:
+    """A transaction its coordinator completed without writing its marker to the progress or the
+    history topic (it found the partition without a leader) holds every read of it for good
+    (:mod:`srm.kafka.transactions`): the transactional id of a copy slot no longer alive ends it,
+    committed or aborted as its coordinator decided. One of a live slot ends with that slot's next
+    transaction, which writes to both topics."""
+    consumer = clients.reader(target, "__srm.owners")
+    admin = clients.admin_client(target)
+    prefix = transactional_prefix(flow.source, flow.target)
+    try:
+        live = live_transactional_ids(consumer, flow)
+        for topic in (progress_topic_name(flow), history_topic_name(flow)):
+            try:
+                end_hanging(target, admin, consumer, (topic, 0), prefix, spare=live)
+            except SrmError as exc:  # the read goes on waiting, and fails naming the partition
+                log.warning("flow %s: %s", flow.name, exc)
+    finally:
+        consumer.close()
 
 
 class FlowOwner:
@@ -232,7 +272,7 @@ class FlowOwner:
             epoch = previous.epoch + 1
         record = Ownership(self.flow.name, epoch, self.run, self.invoker, tasks, mode, since, unfenced=unfenced)
         self._write(record)
-        ids = [tid for e, n in unfenced for slot in range(n) for tid in copy_transactional_ids(self.flow, e, slot)]
+        ids = epochs_transactional_ids(self.flow, unfenced)
         fence_producers(self.target, ids)
         self._write(replace(record, unfenced=()))
         self._log_claim(previous, record, len(ids), reason)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from srm.config.model import Cluster, Flow
@@ -38,6 +39,7 @@ from srm.kafka.internal_topics import history_topic_name, progress_topic_name
 from srm.kafka.partitions import list_offsets, read_to_end
 from srm.kafka.retry import retrying
 from srm.mm2.records import OffsetRunsRecord, ProgressRecord, is_opener
+from srm.replication.ownership import end_hanging_transactions
 
 log = logging.getLogger(__name__)
 Key = tuple[str, int]  # source topic, partition
@@ -155,7 +157,8 @@ def read_flow_progress(
     from srm.kafka import clients
 
     consumer = clients.reader(cluster, progress_group(flow.source))
+    on_held = partial(end_hanging_transactions, cluster, flow)
     try:
-        return read_progress(consumer, admin or clients.admin_client(cluster), flow, partitions)
+        return read_progress(consumer, admin or clients.admin_client(cluster), flow, partitions, on_held)
     finally:
         consumer.close()

@@ -39,7 +39,15 @@ from srm.paths import local_dir, project_root
 
 log = logging.getLogger(__name__)
 
-EXECUTOR_DISTRIBUTIONS = ("confluent-kafka", "interegular", "javaproperties", "pydantic", "PyYAML", "tenacity")
+EXECUTOR_DISTRIBUTIONS = (
+    "confluent-kafka",
+    "interegular",
+    "javaproperties",
+    "kafka-python",  # a copier ends transactions Kafka left open (srm.kafka.transactions)
+    "pydantic",
+    "PyYAML",
+    "tenacity",
+)
 PROJECT_PACKAGES = ("srm", "include")
 LAYOUT = "sources and unchecked-hash bytecode"  # in the digest: an archive of another layout is not reused
 ALIAS = "srm-env"  # the folder Spark unpacks the archive into, in each executor's working folder

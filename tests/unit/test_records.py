@@ -16,8 +16,8 @@ from srm.mm2.records import (
     OffsetRunsRecord,
     OffsetSync,
     RecordLocation,
-    _Reader,
 )
+from srm.mm2.wire import WireReader
 
 
 def hx(text: str) -> bytes:
@@ -119,7 +119,8 @@ def test_a_transaction_with_many_runs_is_written_as_several_records_under_a_mega
 def _checked(record_type: type[Any], key: bytes, value: bytes) -> Any:
     """What the field-by-field reader makes of the bytes (the record, or the error's message)."""
     try:
-        return record_type._parse(_Reader(key, f"{record_type.KIND} key"), _Reader(value, f"{record_type.KIND} value"))
+        kind = record_type.KIND
+        return record_type._parse(WireReader(key, f"{kind} key"), WireReader(value, f"{kind} value"))
     except (ValueError, struct.error) as exc:
         return str(exc)
 
