@@ -203,13 +203,17 @@ def fence_others(job: CopyJob) -> None:
 
 
 def live_transactional_ids(consumer: Any, flow: Flow) -> set[str]:
-    """The copy producers' transactional ids that may be alive: the latest epoch's while its run has
-    not stopped, and those of the epochs not fenced yet."""
+    """The copy producers' transactional ids that may be alive (:func:`live_epochs`)."""
     latest, _ = latest_ownership(consumer, flow, timeout_s=30.0)
+    return set(epochs_transactional_ids(flow, live_epochs(latest)))
+
+
+def live_epochs(latest: Ownership | None) -> list[tuple[int, int]]:
+    """(epoch, slots) of the copy producers that may be alive, by the flow's latest ownership record:
+    the latest epoch's while its run has not stopped, and the epochs not fenced yet."""
     if latest is None:
-        return set()
-    epochs = [*latest.unfenced, *([(latest.epoch, latest.tasks)] if latest.state == RUNNING else [])]
-    return set(epochs_transactional_ids(flow, epochs))
+        return []
+    return [*latest.unfenced, *([(latest.epoch, latest.tasks)] if latest.state == RUNNING else [])]
 
 
 def epochs_transactional_ids(flow: Flow, epochs: Iterable[tuple[int, int]]) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from srm.config import parse_config
@@ -9,7 +11,14 @@ from srm.config.model import Flow
 from srm.errors import RecordFormatError
 from srm.replication import offsets as plan
 from srm.replication.job import OPEN_END, CopyRange, PartitionResult, copy_transactional_ids
-from srm.replication.ownership import Ownership, owner_transactional_id, taken_over
+from srm.replication.ownership import (
+    STOPPED,
+    Ownership,
+    epochs_transactional_ids,
+    live_epochs,
+    owner_transactional_id,
+    taken_over,
+)
 from srm.replication.partition_state import PartitionState
 from srm.spark.session import local_master
 
@@ -56,6 +65,23 @@ def test_transactional_ids_carry_the_epoch_and_the_slot() -> None:
     assert copy_transactional_ids(f, 1, 0) == ("srm-replicate.a.b.1.0", "srm-replicate.a.b.1.0.alt")
     assert copy_transactional_ids(f, 4, 1) == ("srm-replicate.a.b.4.1", "srm-replicate.a.b.4.1.alt")
     assert owner_transactional_id(f) == "srm-replicate.a.b.owner"
+
+
+def test_the_producers_spared_when_a_transaction_left_open_is_ended_are_those_that_may_be_alive() -> None:
+    """A transaction Kafka left open is ended by its transactional id only when no live copier holds
+    that id (srm.replication.ownership.end_hanging_transactions)."""
+    running = Ownership("a->b", 7, "r1", "me", 2, "continuous", "2026-12-04T12:00:00+00:00", unfenced=((5, 1),))
+    assert live_epochs(running) == [(5, 1), (7, 2)]  # epoch 5 not fenced yet, epoch 7 running
+    assert live_epochs(replace(running, state=STOPPED, unfenced=())) == []  # stopped: its copiers are gone
+    assert live_epochs(None) == []  # the flow never ran
+    assert epochs_transactional_ids(flow(), live_epochs(running)) == [
+        "srm-replicate.a.b.5.0",
+        "srm-replicate.a.b.5.0.alt",
+        "srm-replicate.a.b.7.0",
+        "srm-replicate.a.b.7.0.alt",
+        "srm-replicate.a.b.7.1",
+        "srm-replicate.a.b.7.1.alt",
+    ]
 
 
 def test_taken_over_message_names_the_new_owner_and_what_happened() -> None:
