@@ -274,6 +274,54 @@ def consumer(cluster: Cluster, group_id: str, **overrides: Any) -> Any:
 READER = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
 
 
+# SCRAM credentials just created take a moment to reach a broker; a password rotated since a client
+# was built is refused for good: a read refused this long without a break gives up.
+REFUSED_S = 10.0
+
+
+class Refusals:
+    """A reader's ``error_cb`` (served in its consume calls): since when ``cluster`` has refused its
+    credentials without a break. librdkafka reconnects with a backoff of at most
+    ``reconnect.backoff.max.ms`` (10 s): refusals further apart than REFUSED_S start afresh."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.since: float | None = None
+        self.last: float | None = None
+        self.error = ""
+
+    def __call__(self, error: Any) -> None:
+        if error.name() != "_AUTHENTICATION":
+            return  # librdkafka retries the others itself; its log says them (LIBRDKAFKA_LOG)
+        now = time.monotonic()
+        if self.last is None or now - self.last > REFUSED_S:
+            self.since = now
+        self.last, self.error = now, error.str()
+
+    def check(self, where: str) -> None:
+        """Raise when the cluster has refused the credentials for REFUSED_S, refusing them still."""
+        if self.since is None or self.last is None or time.monotonic() - self.last > REFUSED_S:
+            return
+        if self.last - self.since >= REFUSED_S:
+            raise ClusterUnreachableError(
+                f"reading {where}: cluster {self.cluster} has refused the client's credentials for "
+                f"{self.last - self.since:.0f} s ({self.error}); a password changed since the client was "
+                "built is taken up by the flow's next clients",
+                cluster=self.cluster,
+            )
+
+
 def reader(cluster: Cluster, group_id: str, **overrides: Any) -> Any:
-    """A consumer for reading partitions to their end (READER), read_committed unless told otherwise."""
-    return consumer(cluster, group_id, **{**READER, **overrides})
+    """A consumer for reading partitions to their end (READER), read_committed unless told otherwise;
+    its ``refusals`` (:class:`Refusals`) end a read its cluster keeps refusing (read_to_end)."""
+    from confluent_kafka import Consumer
+
+    class Reader(Consumer):  # the C type takes no attributes of its own
+        refusals: Refusals
+
+    refusals = Refusals(cluster.alias)
+    defaults = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
+    settings = {**defaults, **READER, "error_cb": refusals, **overrides}
+    built = Reader(client_settings(cluster, "consumer", logger=LIBRDKAFKA_LOG, **settings))
+    built.refusals = refusals
+    return built

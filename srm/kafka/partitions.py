@@ -208,6 +208,7 @@ def read_to_end(
     assign_partitions(consumer, [TopicPartition(topic, p, first) for p in partitions])
     deadline = time.monotonic() + timeout_s
     held = _Held(on_held, held_s)
+    refusals = getattr(consumer, "refusals", _NEVER_REFUSED)  # a clients.reader's: refused credentials end the read
     try:
         while True:
             if time.monotonic() > deadline:
@@ -215,6 +216,7 @@ def read_to_end(
                 raise SrmError(f"reading {where} to its end{waiting}: nothing for {timeout_s:.0f} s")
             held.check()
             messages = consumer.consume(10_000, 0.05)
+            refusals.check(where)
             if messages:
                 deadline = time.monotonic() + timeout_s
                 held.since = None
@@ -233,6 +235,16 @@ def read_to_end(
     finally:
         if not keep_assigned:
             consumer.unassign()
+
+
+class _NeverRefused:
+    """The refusals of a consumer not built by clients.reader: none are watched."""
+
+    def check(self, where: str) -> None:
+        return None
+
+
+_NEVER_REFUSED = _NeverRefused()
 
 
 class _Held:

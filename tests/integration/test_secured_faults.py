@@ -175,3 +175,27 @@ def test_a_password_rotated_under_a_running_flow_is_taken_up_without_a_restart_a
         logs[table] = str(env.warehouse.read(table))
     for where, text in logs.items():
         assert new not in text and old not in text, where
+
+
+def test_a_read_whose_password_the_cluster_refuses_ends_naming_the_cluster_within_seconds(
+    secured: dict[str, SecuredCluster],
+) -> None:
+    """A reader built just before its password was rotated (the history's ingest under a running
+    flow did so) is refused on every reconnection: its read ends naming the cluster after
+    REFUSED_S, not after its 60 s of nothing, and the flow's next clients take the new password."""
+    from srm.kafka.partitions import read_to_end
+
+    admin = secured["east"].admin()
+    stale_client = {**admin.client, "sasl.password": SecretStr(f"old-{uuid.uuid4().hex}")}
+    stale = Cluster(alias="east-stale", bootstrap_servers=admin.bootstrap_servers, client=stale_client)
+    started = time.monotonic()
+    with pytest.raises(
+        ClusterUnreachableError, match=r"cluster east-stale has refused the client's credentials"
+    ) as refused:
+        list(read_to_end(clients.reader(stale, "__srm.history-ingest"), "__consumer_offsets", 0, timeout_s=60))
+    took = time.monotonic() - started
+    assert clients.REFUSED_S <= took < clients.REFUSED_S + 25, took  # reconnections back off up to 10 s
+    assert refused.value.cluster == "east-stale"
+    assert "invalid credentials" in str(refused.value) and stale_client["sasl.password"].get_secret_value() not in str(
+        refused.value
+    )

@@ -130,3 +130,44 @@ def test_reading_an_internal_topic_without_its_acl_fails_at_once_naming_it() -> 
         SrmError, match=r"reading srm-owners.internal\[0\]: .*TOPIC_AUTHORIZATION_FAILED.*srm-control acls"
     ):
         list(read_to_end(Consumer(), "srm-owners.internal"))
+
+
+def test_a_reader_refused_without_a_break_for_refused_s_fails_naming_its_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reader built just before its password was rotated: librdkafka reports the SASL refusal on
+    every reconnection (its error_cb); the read ends naming the cluster, not after its timeout."""
+    from srm.kafka import clients
+
+    now = [100.0]
+    monkeypatch.setattr(clients.time, "monotonic", lambda: now[0])
+    refusals = clients.Refusals("east")
+    refused = KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: invalid credentials")
+    for _ in range(10):  # refused every second for 9 s: SCRAM credentials may still be on their way
+        refusals(refused)
+        refusals(KafkaError(KafkaError._TRANSPORT))  # the other errors change nothing
+        refusals.check("srm-offset-syncs.west.internal[0]")
+        now[0] += 1.0
+    refusals(refused)
+    with pytest.raises(
+        ClusterUnreachableError, match=r"cluster east has refused the client's credentials for 10 s"
+    ) as raised:
+        refusals.check("srm-offset-syncs.west.internal[0]")
+    assert raised.value.cluster == "east"
+    assert "reading srm-offset-syncs.west.internal[0]" in str(raised.value)
+
+
+def test_refusals_further_apart_than_refused_s_or_long_past_start_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    from srm.kafka import clients
+
+    now = [0.0]
+    monkeypatch.setattr(clients.time, "monotonic", lambda: now[0])
+    refusals = clients.Refusals("east")
+    refused = KafkaError(KafkaError._AUTHENTICATION)
+    refusals(refused)  # a credential not on the broker yet, at the start
+    now[0] = 30.0
+    refusals.check("t[0]")  # taken since: nothing refused for 30 s
+    refusals(refused)  # one refusal much later starts a streak of its own
+    now[0] = 31.0
+    refusals.check("t[0]")
+    assert refusals.since == 30.0
