@@ -127,16 +127,20 @@ bench: kafka-up  ## every benchmark vs MirrorMaker 2 and the brokers' limit (~50
 bench-quick: kafka-up  ## every benchmark on small inputs (~8 min), to check they run: .local/bench-quick/REPORT.md
 	$(BIN)/python -m bench.run --preset quick --out $(BENCH_QUICK_OUT)
 
-# The tests that need no broker (tests/unit, a minute of CPU) run beside the others, which mostly wait
-# on brokers, Spark and Airflow; their output follows, whole if one failed.
+# The tests with brokers mostly wait on brokers, Spark and Airflow (a run of them used 0.8 of the 2
+# cores): they run in two processes, a file's tests in one, each process with clusters, Spark and
+# Airflow of its own; the tests marked alone (a capture of all loopback traffic, response-time bounds)
+# then run by themselves. The tests that need no broker (tests/unit, a minute of CPU) run beside the
+# first ones; their output follows, whole if one failed.
 test: install jars browser prometheus compose-cli lint  ## install and run the whole test suite (lint, types, unit, integration)
 	@mkdir -p .local
 	@$(BIN)/pytest -q -p no:cacheprovider --basetemp=.local/unit-tests -m "not bench and not compose" tests/unit \
 	    > .local/unit-tests.log 2>&1 & unit=$$!; \
-	$(BIN)/pytest -m "not bench and not compose" --ignore=tests/unit; status=$$?; \
+	$(BIN)/pytest -n 2 --dist loadfile -m "not bench and not compose and not alone" --ignore=tests/unit; status=$$?; \
+	$(BIN)/pytest -m "alone and not bench and not compose" --ignore=tests/unit; alone=$$?; \
 	wait $$unit; unit_status=$$?; \
 	if [ $$unit_status -eq 0 ]; then tail -n 3 .local/unit-tests.log; else cat .local/unit-tests.log; fi; \
-	[ $$status -eq 0 ] && [ $$unit_status -eq 0 ]
+	[ $$status -eq 0 ] && [ $$alone -eq 0 ] && [ $$unit_status -eq 0 ]
 
 test-bench: install jars  ## smoke runs of make bench-quick, bench.eos_floor, bench.broker_load --profile and a 4-minute bench.soak (~15 min) checked by tests; CI runs it after make test
 	$(BIN)/pytest -m bench tests/bench

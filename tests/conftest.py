@@ -43,6 +43,7 @@ clusters:
 flows:
   - {{source: us-west, target: us-east}}
   - {{source: us-east, target: us-west}}
+storage: {{warehouse: {base}/warehouse, plan_logs: {base}/plan-logs}}
 """
 # ACLs work (ACL sync is tested) while every client, as User:ANONYMOUS on PLAINTEXT, may do anything.
 AUTHORIZER = (
@@ -62,6 +63,12 @@ REFERENCE = f"${{env:{SASL_PASSWORD_ENV}}}"
 
 
 _HANDED_OUT: set[int] = set()
+# make test runs the tests in two processes (pytest-xdist, -n 2): each hands out only the ports of
+# its own residue, so neither can give a port the other handed out before a server bound it. By the
+# half port: Linux offers odd ports to bind(0) (even ones are kept for connect), so the port's own
+# residue would leave one process none.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
 def free_ports(count: int) -> list[int]:
@@ -70,14 +77,16 @@ def free_ports(count: int) -> list[int]:
     the same port again, and a second server given it answered the first one's requests (a Spark
     master's UI port that the Airflow API server took)."""
     ports: list[int] = []
-    while len(ports) < count:
+    for _ in range(100_000):
+        if len(ports) == count:
+            return ports
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        if port not in _HANDED_OUT:
+        if port not in _HANDED_OUT and (port >> 1) % _WORKERS == _WORKER:
             _HANDED_OUT.add(port)
             ports.append(port)
-    return ports
+    raise RuntimeError(f"free_ports: {len(ports)} of {count} ports of worker {_WORKER} of {_WORKERS} found")
 
 
 @pytest.fixture(scope="session")
@@ -94,7 +103,9 @@ def kafka_config_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
     base = tmp_path_factory.mktemp("kafka")
     path = base / "srm-test.yaml"
     ports = free_ports(4)
-    path.write_text(TEST_CONFIG.format(authorizer=AUTHORIZER, **{f"p{i}": port for i, port in enumerate(ports)}))
+    # The session's own warehouse: a test session beside it (make test runs two) has flows of the same names.
+    text = TEST_CONFIG.format(authorizer=AUTHORIZER, base=base, **{f"p{i}": port for i, port in enumerate(ports)})
+    path.write_text(text)
     clusters = LocalClusters(load_config(path).local_clusters(), base)
     try:
         clusters.up()

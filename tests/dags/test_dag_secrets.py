@@ -32,6 +32,7 @@ from tests.spark_cluster import StandaloneCluster
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.alone,  # it watches every byte on loopback and every command line: no other test's
     pytest.mark.skipif(not can_capture(), reason="capturing loopback traffic needs root or CAP_NET_RAW"),
 ]
 

@@ -29,7 +29,7 @@ from tests.airflow_api import PASSWORD, USER, WAIT_S, ApiServer, log_in
 from tests.conftest import bootstrap, broker_pid
 from tests.replication import make_env
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.alone]  # its response times bound: no other test beside it
 REQUESTS = 50
 CONCURRENT = 6  # as many tabs of the page polling at once
 P99_LIMIT_S = 2.0
