@@ -10,6 +10,7 @@ when running under Airflow, so a task log never shows them.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -262,8 +263,12 @@ def abandon_producer(producer: Any) -> None:
 def consumer(cluster: Cluster, group_id: str, **overrides: Any) -> Any:
     from confluent_kafka import Consumer
 
+    return Consumer(_consumer_settings(cluster, group_id, overrides))
+
+
+def _consumer_settings(cluster: Cluster, group_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
     defaults = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
-    return Consumer(client_settings(cluster, "consumer", logger=LIBRDKAFKA_LOG, **{**defaults, **overrides}))
+    return client_settings(cluster, "consumer", logger=LIBRDKAFKA_LOG, **{**defaults, **overrides})
 
 
 # How a consumer that reads partitions to their end (srm.kafka.partitions.read_to_end) is set: the end of a
@@ -314,14 +319,16 @@ class Refusals:
 def reader(cluster: Cluster, group_id: str, **overrides: Any) -> Any:
     """A consumer for reading partitions to their end (READER), read_committed unless told otherwise;
     its ``refusals`` (:class:`Refusals`) end a read its cluster keeps refusing (read_to_end)."""
-    from confluent_kafka import Consumer
-
-    class Reader(Consumer):  # the C type takes no attributes of its own
-        refusals: Refusals
-
     refusals = Refusals(cluster.alias)
-    defaults = {"group.id": group_id, "enable.auto.commit": False, "isolation.level": "read_committed"}
-    settings = {**defaults, **READER, "error_cb": refusals, **overrides}
-    built = Reader(client_settings(cluster, "consumer", logger=LIBRDKAFKA_LOG, **settings))
+    built = _reader_type()(_consumer_settings(cluster, group_id, {**READER, "error_cb": refusals, **overrides}))
     built.refusals = refusals
     return built
+
+
+@functools.cache
+def _reader_type() -> type:
+    """confluent-kafka's Consumer with a ``refusals`` attribute (the C type takes none of its own),
+    made once: confluent_kafka is imported on first use, never at DAG parse time."""
+    from confluent_kafka import Consumer
+
+    return type("Reader", (Consumer,), {"__doc__": "A consumer reading partitions to their end (reader)."})

@@ -182,7 +182,7 @@ def test_a_read_whose_password_the_cluster_refuses_ends_naming_the_cluster_withi
 ) -> None:
     """A reader built just before its password was rotated (the history's ingest under a running
     flow did so) is refused on every reconnection: its read ends naming the cluster after
-    REFUSED_S, not after its 60 s of nothing, and the flow's next clients take the new password."""
+    REFUSED_S, not after its 60 s of nothing, and the error shows no password."""
     from srm.kafka.partitions import read_to_end
 
     admin = secured["east"].admin()
