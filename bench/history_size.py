@@ -1,9 +1,11 @@
 """How much exact sync history a continuous flow writes: bytes and runs per partition per hour.
 
     .venv/bin/python -m bench.history_size [--rates 1000,5000,50000] [--seconds 60] [--partitions 8]
+        [--linger-ms 0,100]
 
-For each rate, ours copies ``bench.latency``'s steady load (100 B records, warm-up first) in
-continuous mode with its defaults, on the local clusters (``make kafka-up``); then its history
+For each rate and each ``transaction.linger.ms``, ours copies ``bench.latency``'s steady load (100 B
+records, warm-up first) in continuous mode with its defaults otherwise (``transaction.interval.ms``
+twice the linger when the linger is 100 ms or more), on the local clusters (``make kafka-up``); then its history
 topic (``srm-offset-syncs.<alias>.internal`` on the target) is read whole: its records (a history
 record per partition a transaction moved, plus one opener per transaction), their bytes (key and
 value) and the runs they hold, per partition and per hour of the measured load. Every transaction
@@ -21,8 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import latency
+from bench import latency, replicators
 from srm.config.model import Cluster
+from srm.config.settings import FlowSettings
 from srm.errors import RecordFormatError
 from srm.kafka import clients
 from srm.kafka.partitions import read_to_end
@@ -49,10 +52,25 @@ def history_figures(target: Cluster, topic: str) -> dict[str, int]:
     return figures
 
 
-def measure(config_path: Path, rate: int, seconds: int, partitions: int, workdir: Path) -> dict[str, Any]:
+def flow_settings(linger_ms: int) -> dict[str, int]:
+    """The flow's transaction settings at ``linger_ms`` (the interval must stay above the linger)."""
+    if not linger_ms:
+        return {}
+    interval = FlowSettings().transaction_interval_ms
+    return {"transaction.linger.ms": linger_ms, "transaction.interval.ms": max(interval, 2 * linger_ms)}
+
+
+def measure(
+    config_path: Path, rate: int, seconds: int, partitions: int, workdir: Path, *, linger_ms: int = 0
+) -> dict[str, Any]:
     source, target = latency.clusters(config_path)
     load = latency.Load(rate, seconds, partitions)
-    figures = latency.run_with(latency.start_ours(config_path, workdir), source, target, load)
+    settings = flow_settings(linger_ms)
+
+    def start(topic: str) -> tuple[Any, str]:
+        return replicators.ours(config_path, workdir, topic, settings=settings)
+
+    figures = latency.run_with(start, source, target, load)
     history = f"srm-offset-syncs.{figures['alias']}.internal"
     found = history_figures(target, history)
     latency.delete_topics(target, [history, f"srm-offsets.{figures['alias']}.internal"])
@@ -60,6 +78,7 @@ def measure(config_path: Path, rate: int, seconds: int, partitions: int, workdir
     per = partitions * hours
     return {
         "rate": rate,
+        "linger_ms": linger_ms,
         "partitions": partitions,
         "seconds": load.seconds + load.warmup_seconds,
         "p99_ms": figures["p99_ms"],
@@ -76,13 +95,17 @@ def main() -> None:
     parser.add_argument("--rates", default="1000,5000,50000")
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--linger-ms", default="0", help="transaction.linger.ms values, comma-separated")
     args = parser.parse_args()
     import tempfile
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for rate in latency.numbers(args.rates):
-            rows.append(measure(Path(args.config), rate, args.seconds, args.partitions, Path(tmp)))
+        for linger in latency.numbers(args.linger_ms):
+            for rate in latency.numbers(args.rates):
+                rows.append(
+                    measure(Path(args.config), rate, args.seconds, args.partitions, Path(tmp), linger_ms=linger)
+                )
     command = "python -m bench.history_size " + shlex.join(sys.argv[1:])
     print(json.dumps({"command": command.strip(), "rows": rows}, indent=2))
 

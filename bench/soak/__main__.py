@@ -31,6 +31,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--warmup-seconds", type=float, default=300.0, help="before the first fault")
     parser.add_argument("--prune-seconds", type=float, default=300.0, help="how often the history is pruned")
     parser.add_argument("--checkpoint-seconds", type=float, default=60.0, help="emit.checkpoints.interval.seconds")
+    parser.add_argument("--linger-ms", type=int, default=0, help="the flow's transaction.linger.ms")
+    parser.add_argument("--interval-ms", type=int, default=100, help="the flow's transaction.interval.ms")
     parser.add_argument("--out", type=Path, help="folder for soak.json, SOAK.md and soak.png")
     parser.add_argument("--workdir", type=Path, help="keep clusters, logs, warehouse here (default: a temp folder)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -82,6 +84,8 @@ def main() -> None:
         args.warmup_seconds,
         args.prune_seconds,
         args.checkpoint_seconds,
+        args.linger_ms,
+        args.interval_ms,
     )
     # SIGTERM ends the soak as Ctrl-C does: its clusters and its job are stopped on the way out.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

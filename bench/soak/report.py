@@ -255,7 +255,8 @@ def section(result: dict[str, Any], command: str, plot: str | None) -> str:
         "",
         f"{o['minutes']:.0f} minutes of one continuous flow at {o['rate']:,} records/s of 100 B over {o['partitions']} "
         f"partitions ({o['topics']} topics, `retention.ms` {o['retention_minutes']:.0f} min on the source), "
-        f"{o['groups']} consumer groups at different lags, {len(result['faults'])} faults.",
+        f"{o['groups']} consumer groups at different lags, {len(result['faults'])} faults; "
+        f"`transaction.linger.ms` {o.get('linger_ms', 0)}, `transaction.interval.ms` {o.get('interval_ms', 100)}.",
         "",
         "| check | result |",
         "|---|---|",

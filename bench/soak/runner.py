@@ -60,6 +60,8 @@ class Options:
     warmup_s: float = 300.0
     prune_s: float = 300.0
     checkpoints_s: float = 60.0
+    linger_ms: int = 0  # the flow's transaction.linger.ms
+    interval_ms: int = 100  # the flow's transaction.interval.ms
 
 
 @dataclass
@@ -126,6 +128,8 @@ class Soak:
                     "topics": ["soak-.*"],
                     "tasks.max": self.options.tasks,
                     "emit.checkpoints.interval.seconds": int(self.options.checkpoints_s),
+                    "transaction.linger.ms": self.options.linger_ms,
+                    "transaction.interval.ms": self.options.interval_ms,
                 }
             ],
             "storage": {"warehouse": str(self.workdir / "warehouse"), "plan_logs": str(self.workdir / "plan-logs")},

@@ -32,6 +32,7 @@ OWN = {
     "on_data_loss": PROJECT,
     "errors.retry.timeout": "Kafka Connect's name; its default there is 0 (no retry), 5 minutes here",
     "transaction.interval.ms": PROJECT,
+    "transaction.linger.ms": "this project (Kafka Streams' `commit.interval.ms` is the same trade)",
     "task.lease.seconds": PROJECT,
     "task.lease.idle.seconds": PROJECT,
     "tasks.rebalance.interval.seconds": PROJECT,

@@ -164,6 +164,15 @@ class FlowSettings(BaseModel):
     transaction_interval_ms: int = Field(100, alias="transaction.interval.ms", ge=10, le=60_000)
     """Continuous mode: a copier commits as soon as it has caught up, and at the latest this long after its
     transaction's first record."""
+    # Continuous mode: every commit ends an offset run (a row of the sync history) and writes a
+    # commit marker on each partition it touched. Committing as soon as caught up gives the least
+    # latency, but at rates where a transaction holds a handful of records per partition the history
+    # grows with the commit rate, which the machine's speed sets. Kafka Streams' commit.interval.ms
+    # (100 under exactly-once) is the same trade.
+    transaction_linger_ms: int = Field(0, alias="transaction.linger.ms", ge=0, le=60_000)
+    """Continuous mode: a copier that has caught up commits no sooner than this after its previous commit began
+    (0: at once): at most one offset run and commit marker per partition per linger, for up to this much more
+    latency. Less than transaction.interval.ms."""
     # Continuous mode: how long one Spark task holds its slot's partitions. Copying goes on across
     # leases without a pause; a lease is the unit of planning (new topics, YAML edits without an
     # early end), of metrics rows and of the job's log line. A run's first lease is at most
@@ -290,6 +299,13 @@ class FlowSettings(BaseModel):
             raise CrossFieldError(
                 "provenance.max.hops",
                 "provenance.max.hops needs provenance.headers.enabled: true (it limits those headers)",
+            )
+        if self.transaction_linger_ms >= self.transaction_interval_ms:
+            raise CrossFieldError(
+                "transaction.linger.ms",
+                f"transaction.linger.ms ({self.transaction_linger_ms}) must be less than transaction.interval.ms "
+                f"({self.transaction_interval_ms}): a transaction commits at the latest transaction.interval.ms "
+                "after its first record",
             )
         if self.sync_group_offsets_enabled and not self.emit_checkpoints_enabled:
             raise CrossFieldError(

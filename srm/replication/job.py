@@ -45,6 +45,7 @@ class Lease:
     number: int
     seconds: float
     transaction_interval_ms: int
+    transaction_linger_ms: int = 0
 
 
 def copy_transactional_ids(flow: Flow, epoch: int, slot: int) -> tuple[str, ...]:

@@ -148,7 +148,8 @@ class LeaseRunner(BatchRunner):
         phases.lap("topics")
         seconds = self._seconds()
         self.leases += 1
-        lease = Lease(batch_id, seconds, self.flow.settings.transaction_interval_ms)
+        settings = self.flow.settings
+        lease = Lease(batch_id, seconds, settings.transaction_interval_ms, settings.transaction_linger_ms)
         jobs = self.jobs([replace(r, end=OPEN_END) for r in ranges], lease)
         self.watcher.expect(self.flow, {r.key for r in ranges})
         self.workers_started()

@@ -6,8 +6,9 @@ outlives the task: the next lease's task of the same slot lands in the same work
 pins each slot to a worker of its own, see :mod:`srm.replication.batch`), hands the copier the new
 plan, and the copier goes on without a pause, its consumer still fetching and its transactional
 producer still initialised. A record therefore waits only for its transaction, never for Spark's
-scheduling: the copier commits as soon as it has caught up (its consumer holds nothing more), and
-at the latest ``transaction.interval.ms`` after the transaction's first record. What arrives
+scheduling: the copier commits as soon as it has caught up (its consumer holds nothing more), no
+sooner than ``transaction.linger.ms`` after its previous commit began (0 by default), and at the
+latest ``transaction.interval.ms`` after the transaction's first record. What arrives
 while a commit waits for its records' acknowledgements goes into the next transaction, on the
 slot's other producer (srm.replication.producers).
 
@@ -26,7 +27,8 @@ import gc
 import logging
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from srm.errors import InvariantError, LastingFaultError, SrmError
@@ -55,6 +57,38 @@ TAKE_TIMEOUT_S = 300.0
 TAKE_POLL_S = 0.05
 
 
+@dataclass
+class Cadence:
+    """When a continuous copier commits: once it has caught up (a read found nothing more), no sooner
+    than ``linger_s`` after its previous commit began, at the latest when the writer says the open
+    transaction is due (``interval_s`` after its first record, or a full chunk).
+
+    Each commit ends an offset run on every partition it touched (a row of the sync history) and
+    writes a commit marker into each: ``linger_s`` bounds both to one per partition per ``linger_s``,
+    for up to ``linger_s`` more latency."""
+
+    interval_s: float
+    linger_s: float = 0.0
+    began: float = float("-inf")  # when the previous commit began (time.monotonic)
+
+    @classmethod
+    def of(cls, lease: Lease) -> Cadence:
+        return cls(lease.transaction_interval_ms / 1000, lease.transaction_linger_ms / 1000)
+
+    def renewed(self, lease: Lease) -> Cadence:
+        return replace(Cadence.of(lease), began=self.began)
+
+    def lingering_s(self, now: float) -> float:
+        """How long a copier that has caught up still waits before it commits."""
+        return max(0.0, self.began + self.linger_s - now)
+
+    def due(self, due_in: float | None, *, caught_up: bool, now: float) -> bool:
+        """``due_in``: the writer's seconds until the open transaction is due, None if none is open."""
+        if due_in is None:
+            return False
+        return due_in <= 0 or (caught_up and self.lingering_s(now) <= 0)
+
+
 class ResidentCopier(threading.Thread):
     def __init__(self, job: CopyJob, digests: tuple[str, str] = ("", "")) -> None:
         super().__init__(name=f"srm-copier-{job.transactional_id}", daemon=True)
@@ -62,6 +96,7 @@ class ResidentCopier(threading.Thread):
         self.digests = digests  # of the source's and the target's client settings it started with
         self.carried: list[PartitionResult] = []  # the results of the copier it replaced, not taken yet
         self.lease: Lease = job.lease or Lease(0, 0, 100)
+        self.cadence = Cadence.of(self.lease)
         self.loop: CopyLoop | None = None
         self._lock = threading.Lock()
         self._renewal: CopyJob | None = None
@@ -125,7 +160,7 @@ class ResidentCopier(threading.Thread):
         try:
             self.loop = CopyLoop(self.job)
             self.loop.add(self.job.ranges)
-            commit_or_rewind(self.loop)  # new partitions' starting points are on the target at once
+            self._commit()  # new partitions' starting points are on the target at once
             self._tail = OwnerTail(self.loop.owners_reader(), self.job.flow, self.job.owners_offset)
             self._copy()
         except ProducerFencedError as exc:
@@ -138,25 +173,33 @@ class ResidentCopier(threading.Thread):
     def _copy(self) -> None:
         if self.loop is None:
             raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
-        interval = self.lease.transaction_interval_ms / 1000
         while True:
             if self._renewal is not None:
                 self._apply_renewal()
-                interval = self.lease.transaction_interval_ms / 1000
+                self.cadence = self.cadence.renewed(self.lease)
             if self._take_asked.is_set():
                 self._hand_over()
             if self._owner_says_stop() or time.monotonic() > self.deadline:
-                commit_or_rewind(self.loop, settle=list(self.loop.states))  # the next copier reads no history
+                self._commit(settle=list(self.loop.states))  # the next copier reads no history
                 return
+            interval = self.cadence.interval_s
             open_transaction = self.loop.writer.due_in(interval) is not None
             if not open_transaction and self._settle_due():
-                commit_or_rewind(self.loop)
-            copied = self.loop.step(0.0 if open_transaction else IDLE_WAIT_S)
-            due = self.loop.writer.due_in(interval)
-            if due is not None and ((open_transaction and not copied) or due <= 0):
-                commit_or_rewind(self.loop)  # caught up (the consumer holds nothing more) or the interval is over
+                self._commit()
+            wait = min(self.cadence.lingering_s(time.monotonic()), IDLE_WAIT_S) if open_transaction else IDLE_WAIT_S
+            copied = self.loop.step(wait)
+            caught_up = open_transaction and not copied
+            if self.cadence.due(self.loop.writer.due_in(interval), caught_up=caught_up, now=time.monotonic()):
+                self._commit()  # caught up (the consumer holds nothing more) or the interval is over
             if self.loop.blocked or self.loop.replan:
                 self.lease_over.set()  # the driver reports the loss or plans the partition again
+
+    def _commit(self, *, settle: Iterable[Any] = ()) -> bool:
+        """Commit (srm.replication.copier.commit_or_rewind), counted by the cadence."""
+        if self.loop is None:
+            raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
+        self.cadence.began = time.monotonic()
+        return commit_or_rewind(self.loop, settle=settle)
 
     def _settle_due(self) -> bool:
         """Time for plain progress records of quiet partitions (srm.replication.progress)?"""
@@ -171,7 +214,7 @@ class ResidentCopier(threading.Thread):
     def _hand_over(self) -> None:
         if self.loop is None:
             raise InvariantError(f"copier {self.name}: its copy loop is used before it was built")
-        while not commit_or_rewind(self.loop):
+        while not self._commit():
             self.loop.step(IDLE_WAIT_S)
         results = self.loop.results()
         fresh_started = int(time.time() * 1000)
@@ -206,11 +249,11 @@ class ResidentCopier(threading.Thread):
         ]
         # What is removed or replaced below is committed first, its progress plain: whoever
         # copies it next, maybe much later, need not read the history.
-        commit_or_rewind(self.loop, settle=changed)
+        self._commit(settle=changed)
         self.loop.remove(changed)
         self.loop.job = self.loop.writer.job = replace(self.loop.job, ranges=job.ranges, lease=job.lease)
         self.loop.add(r for k, r in planned.items() if k not in self.loop.states)
-        commit_or_rewind(self.loop)
+        self._commit()
         self.job = job
         self.lease = job.lease or self.lease
 

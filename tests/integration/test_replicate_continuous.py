@@ -204,6 +204,49 @@ def test_an_idle_flow_leases_longer_and_ends_that_lease_soon_after_records_come(
         run.stop()
 
 
+def transactions_per_partition(parts: dict[int, list[tuple[Any, ...]]]) -> dict[int, int]:
+    """How many transactions carried each partition's records: each ends with a commit marker, so
+    its records are a run of consecutive offsets."""
+    return {p: sum(1 for i, r in enumerate(rs) if i == 0 or r[4] != rs[i - 1][4] + 1) for p, rs in parts.items()}
+
+
+def test_a_linger_spaces_the_transactions_of_a_steady_trickle(
+    spark: Any, kafka: SrmConfig, tmp_path: Path, unique: Callable[[str], str]
+) -> None:
+    """transaction.linger.ms: a record every 20 ms would get a transaction of its own (the copier
+    commits as soon as it has caught up); with a linger of 500 ms at most one transaction per
+    partition per 500 ms carries them, each with its commit marker and offset run, and every record
+    arrives once and in order."""
+    topic = unique("linger")
+    linger_s = 0.5
+    flow = {"source": "west", "target": "east", "topics": [topic], "transaction.interval.ms": 2_000}
+    env = make_env(kafka, tmp_path, [{**flow, "transaction.linger.ms": int(linger_s * 1000)}])
+    ensure_topic(clients.admin_client(env.west), topic, 2)
+    run = start_replication(spark, env.config, env.flow(), "continuous", plan_log=env.plan_log(env.flow()))
+    try:
+        produce(env.west, topic, sequenced(2, 2))  # the first lease also starts Spark's Python workers
+        wait_for(lambda: target_records(env, topic) == 2, 60, "the first records")
+        producer = clients.producer(env.west, **{"enable.idempotence": True, "linger.ms": 0})
+        started = time.monotonic()
+        for record in sequenced(2, 300, start=2):  # a record every 20 ms for 6 s
+            producer.produce(topic, **record)
+            producer.poll(0)
+            time.sleep(0.02)
+        assert producer.flush(30) == 0
+        trickle_s = time.monotonic() - started
+        wait_for(lambda: target_records(env, topic) == 302, 30, "the trickle on the target")
+        parts = contents(env.east, env.flow().policy.format_remote_topic(env.west.alias, topic))
+        assert sequence_report(parts, {p: list(range(302))[p::2] for p in range(2)}) == CLEAN
+        carried = transactions_per_partition({p: rs[1:] for p, rs in parts.items()})  # the trickle's
+        # The last may end after the trickle, and a lease change commits at once (the hand-over, the
+        # next lease's plan: up to 3): without the linger, about one per record (135 per partition).
+        bound = trickle_s / linger_s + 6
+        print(f"trickle of {trickle_s:.1f} s carried by {carried} transactions per partition (at most {bound:.0f})")
+        assert all(2 <= n <= bound for n in carried.values()), carried
+    finally:
+        run.stop()
+
+
 def latest_progress(env: Env, topic: str) -> dict[int, ProgressRecord]:
     """The latest progress record of each partition of ``topic`` (read from the topic itself)."""
     reader = clients.reader(env.east, "latest-progress")

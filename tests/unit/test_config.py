@@ -398,21 +398,33 @@ def test_a_settings_watch_names_the_clusters_whose_settings_resolve_differently_
     assert watch.changed(moved, b) == ["a"], "a new bootstrap list"
 
 
-@pytest.mark.parametrize("value", [0, 5_000, -2])
-def test_a_retry_bound_shorter_than_a_broker_restart_is_refused_with_its_line(value: int) -> None:
+def issues_of_one_flow_setting(key: str, value: int) -> list[str]:
+    """The config issues of one flow a -> b that sets ``key`` on line 7 of test.yaml."""
     text = f"""clusters:
   a: {{bootstrap.servers: "127.0.0.1:1"}}
   b: {{bootstrap.servers: "127.0.0.1:2"}}
 flows:
   - source: a
     target: b
-    errors.retry.timeout: {value}
+    {key}: {value}
 """
     _, issues = parse_config(text, "test.yaml")
-    assert any(
-        "errors.retry.timeout must be -1 (wait for good) or at least 10000 ms" in str(i) and "test.yaml:7" in str(i)
-        for i in issues
-    ), issues
+    return [str(i) for i in issues]
+
+
+@pytest.mark.parametrize("value", [0, 5_000, -2])
+def test_a_retry_bound_shorter_than_a_broker_restart_is_refused_with_its_line(value: int) -> None:
+    issues = issues_of_one_flow_setting("errors.retry.timeout", value)
+    wanted = "errors.retry.timeout must be -1 (wait for good) or at least 10000 ms"
+    assert any(wanted in i and "test.yaml:7" in i for i in issues), issues
+
+
+@pytest.mark.parametrize("linger", [100, 250])
+def test_a_linger_not_below_the_transaction_interval_is_refused_with_its_line(linger: int) -> None:
+    issues = issues_of_one_flow_setting("transaction.linger.ms", linger)
+    wanted = f"transaction.linger.ms ({linger}) must be less than transaction.interval.ms (100)"
+    assert any(wanted in i and "test.yaml:7" in i for i in issues), issues
+    assert FlowSettings.model_validate({"transaction.linger.ms": 99}).transaction_linger_ms == 99
 
 
 def test_a_merge_key_with_an_override_takes_the_override_and_is_no_duplicate() -> None:

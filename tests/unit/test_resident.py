@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from srm.replication import resident
+from srm.replication.job import Lease
 from srm.replication.launch import ReplicationRun
-from srm.replication.resident import ResidentCopier, freeze_heap
+from srm.replication.resident import Cadence, ResidentCopier, freeze_heap
 from tests.unit.test_ownership import flow
 
 
@@ -159,3 +160,25 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
     fourth = resident.attach(job_of(3, "run-2"))
     assert fourth.carried == [], "another run's copier's results are not this run's to report"
     fourth.deadline = 0.0
+
+
+def test_a_copier_that_caught_up_commits_at_once_without_a_linger() -> None:
+    cadence = Cadence.of(Lease(1, 30, 100))
+    cadence.began = 10.0
+    assert cadence.due(0.09, caught_up=True, now=10.001)
+    assert not cadence.due(0.09, caught_up=False, now=10.001), "records still coming, the interval not over"
+    assert not cadence.due(None, caught_up=True, now=10.001), "no transaction open: nothing to commit"
+    assert cadence.due(0.0, caught_up=False, now=10.001), "the interval is over"
+
+
+def test_a_linger_spaces_the_commits_of_a_copier_that_caught_up() -> None:
+    cadence = Cadence.of(Lease(1, 30, 100, 40))
+    assert (cadence.interval_s, cadence.linger_s) == (0.1, 0.04)
+    assert cadence.due(0.09, caught_up=True, now=5.0), "the first commit does not wait"
+    cadence.began = 10.0
+    assert cadence.lingering_s(10.01) == pytest.approx(0.03)
+    assert not cadence.due(0.09, caught_up=True, now=10.01)
+    assert cadence.due(0.05, caught_up=True, now=10.04)
+    assert cadence.due(0.0, caught_up=False, now=10.01), "a transaction due (interval, full chunk) commits at once"
+    renewed = cadence.renewed(Lease(2, 30, 200, 0))
+    assert (renewed.interval_s, renewed.linger_s, renewed.began) == (0.2, 0.0, 10.0)

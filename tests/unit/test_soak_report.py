@@ -83,7 +83,7 @@ def test_the_benchmark_report_carries_the_soak_section_and_the_history_size_tabl
     text = endurance(tmp_path)
     assert "### Endurance: a soak under faults" in text
     assert "`python -m bench.soak --minutes 120`" in text
-    assert "| 5,000 | 8 | 10.0 | 1,234,567 | 36,000 | 21.5 |" in text
+    assert "| 0 | 5,000 | 8 | 10.0 | 1,234,567 | 36,000 | 21.5 |" in text, "a row without a linger: the default"
 
 
 def test_restarts_do_not_hide_memory_that_climbs_while_each_process_lives() -> None:
