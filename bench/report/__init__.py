@@ -72,7 +72,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         plot(results, out / PLOT)
     if "scale" in results:
         plot_scale(results["scale"], out / SCALE_PLOT)
-    (out / "REPORT.md").write_text(render(results) + "\n" + endurance(out) + floor(out))
+    (out / "REPORT.md").write_text(render(results) + "\n" + endurance(out) + "\n" + floor(out))
 
 
 def main() -> None:
