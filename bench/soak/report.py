@@ -246,6 +246,12 @@ def criteria(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return out
 
 
+def _setting(options: dict[str, Any], name: str) -> str:
+    """A flow setting the soak was given, or "the default" when it left the flow's own."""
+    value = options.get(name)
+    return "the default" if value is None else f"{value}"
+
+
 def section(result: dict[str, Any], command: str, plot: str | None) -> str:
     o = result["options"]
     lines = [
@@ -256,7 +262,7 @@ def section(result: dict[str, Any], command: str, plot: str | None) -> str:
         f"{o['minutes']:.0f} minutes of one continuous flow at {o['rate']:,} records/s of 100 B over {o['partitions']} "
         f"partitions ({o['topics']} topics, `retention.ms` {o['retention_minutes']:.0f} min on the source), "
         f"{o['groups']} consumer groups at different lags, {len(result['faults'])} faults; "
-        f"`transaction.linger.ms` {o.get('linger_ms', 0)}, `transaction.interval.ms` {o.get('interval_ms', 100)}.",
+        f"`transaction.linger.ms` {_setting(o, 'linger_ms')}, `transaction.interval.ms` {_setting(o, 'interval_ms')}.",
         "",
         "| check | result |",
         "|---|---|",

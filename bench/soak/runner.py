@@ -60,8 +60,8 @@ class Options:
     warmup_s: float = 300.0
     prune_s: float = 300.0
     checkpoints_s: float = 60.0
-    linger_ms: int = 0  # the flow's transaction.linger.ms
-    interval_ms: int = 100  # the flow's transaction.interval.ms
+    linger_ms: int | None = None  # the flow's transaction.linger.ms (None: the flow's default)
+    interval_ms: int | None = None  # the flow's transaction.interval.ms (None: the flow's default)
 
 
 @dataclass
@@ -128,8 +128,14 @@ class Soak:
                     "topics": ["soak-.*"],
                     "tasks.max": self.options.tasks,
                     "emit.checkpoints.interval.seconds": int(self.options.checkpoints_s),
-                    "transaction.linger.ms": self.options.linger_ms,
-                    "transaction.interval.ms": self.options.interval_ms,
+                    **{
+                        name: value
+                        for name, value in (
+                            ("transaction.linger.ms", self.options.linger_ms),
+                            ("transaction.interval.ms", self.options.interval_ms),
+                        )
+                        if value is not None
+                    },
                 }
             ],
             "storage": {"warehouse": str(self.workdir / "warehouse"), "plan_logs": str(self.workdir / "plan-logs")},

@@ -62,6 +62,10 @@ def test_a_flat_soak_meets_every_criterion_and_its_section_says_so() -> None:
     assert "| at least 24 faults of at least 8 kinds | 24 of 8 kinds | yes |" in text
     assert "| 0 / 0 (200 groups, 12800 positions; srm-control failover took 42 s) |" in text
     assert "**no**" not in text
+    assert "`transaction.linger.ms` the default, `transaction.interval.ms` the default." in text
+    r["options"] |= {"linger_ms": 100, "interval_ms": 200}
+    text = section(r, "python -m bench.soak --minutes 120 --linger-ms 100 --interval-ms 200", "soak.png")
+    assert "`transaction.linger.ms` 100, `transaction.interval.ms` 200." in text
 
 
 def test_memory_that_grows_a_checkpoint_pass_that_slows_and_a_lost_record_are_each_not_met() -> None:
