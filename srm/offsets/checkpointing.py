@@ -31,7 +31,7 @@ from srm.mm2.records import Checkpoint
 from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_checkpoints
 from srm.offsets.group_sync import SyncReport, sync_group_offsets
 from srm.offsets.groups import group_offsets, list_groups
-from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
+from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history, topic_tail
 from srm.offsets.merged import merged_position, reverse_flow
 from srm.offsets.translate import to_source, to_target
 from srm.replication.accounting import Phases
@@ -122,8 +122,14 @@ class CheckpointPass:
         wanted = Wanted.lowest(positions)
         wanted = Wanted({**wanted.partitions, **dict.fromkeys((t, p) for _, t, p, _, _ in backward_rows)})
         topics = sorted({t for t, _ in wanted.partitions})
-        history = load_history(
-            self.config, self.flow, wanted, current=known_topic_ids(self._admin(self.source), topics)
+        tail = topic_tail(self.config, self.flow)
+        phases.lap("history tail")
+        current = known_topic_ids(self._admin(self.source), topics)
+        phases.lap("topic ids")
+        history = load_history(self.config, self.flow, wanted, current=current, tail=tail)
+        log.info(
+            "flow %s: sync history of %d partition(s) read: %d run(s) kept; the history topic's tail held %d row(s)",
+            *(self.flow.name, len(wanted.partitions), history.runs.num_rows, tail.num_rows),
         )
         reverse = reverse_flow(self.config, self.flow)
         if reverse is not None:  # the flow back's runs are read by target offsets: whole

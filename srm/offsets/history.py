@@ -129,12 +129,19 @@ class FlowHistory:
 
 
 def load_history(
-    config: SrmConfig, flow: Flow, wanted: Wanted | None = None, *, current: Mapping[str, str] | None = None
+    config: SrmConfig,
+    flow: Flow,
+    wanted: Wanted | None = None,
+    *,
+    current: Mapping[str, str] | None = None,
+    tail: Any = None,
 ) -> FlowHistory:
     """The runs of ``flow`` committed so far (warehouse + history topic tail) that ``wanted`` needs
-    (default: every partition, whole); ``current``: the source topics' topic ids now, if known."""
+    (default: every partition, whole); ``current``: the source topics' topic ids now, if known;
+    ``tail``: the topic's tail (:func:`topic_tail`) when the caller has read it already."""
     warehouse = Warehouse(config.storage.warehouse)
-    return read_history(warehouse, flow.name, wanted or Wanted(every=True), topic_tail(config, flow), current)
+    tail = topic_tail(config, flow) if tail is None else tail
+    return read_history(warehouse, flow.name, wanted or Wanted(every=True), tail, current)
 
 
 def read_history(
