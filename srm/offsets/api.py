@@ -24,8 +24,9 @@ from srm.kafka import clients
 from srm.kafka.partitions import list_offsets
 from srm.kafka.topics import known_topic_ids, partition_counts
 from srm.offsets.checkpoint_store import read_checkpoints
+from srm.offsets.flow_history import FlowHistory
 from srm.offsets.groups import group_offsets
-from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history
+from srm.offsets.history import Wanted, history_topics, load_history
 from srm.offsets.merged import merged_position, reverse_flow
 from srm.offsets.translate import PartitionHistory, to_source, to_target
 from srm.replication.selector import TopicSelector

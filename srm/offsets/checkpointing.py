@@ -29,9 +29,10 @@ from srm.kafka.partitions import list_offsets
 from srm.kafka.topics import broker_count, known_topic_ids, partition_counts
 from srm.mm2.records import Checkpoint
 from srm.offsets.checkpoint_store import monotonic, read_checkpoints, write_checkpoints
+from srm.offsets.flow_history import FlowHistory
 from srm.offsets.group_sync import SyncReport, sync_group_offsets
 from srm.offsets.groups import group_offsets, list_groups
-from srm.offsets.history import FlowHistory, Wanted, history_topics, load_history, topic_tail
+from srm.offsets.history import Wanted, history_topics, load_history, topic_tail
 from srm.offsets.merged import merged_position, reverse_flow
 from srm.offsets.translate import to_source, to_target
 from srm.replication.accounting import Phases

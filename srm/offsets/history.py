@@ -14,21 +14,20 @@ the history the retention keeps (:mod:`srm.offsets.retention`). Rows stay in Arr
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from srm.config.model import Flow, SrmConfig
 from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name
-from srm.offsets.translate import PartitionHistory
+from srm.offsets.flow_history import FlowHistory, Key, build_history, partition_spans
 from srm.replication.history import HistoryIngest
-from srm.replication.runs import OffsetRun
+from srm.storage.row_groups import Bounds
 from srm.storage.warehouse import SYNC_HISTORY, Warehouse
 
-Key = tuple[str, int]
 COLUMNS = ["topic", "partition", "topic_id", "source_first", "target_first", "length", "next_offset", "history_offset"]
-RUN_COLUMNS = ["topic", "partition", "source_first", "target_first", "length"]
 # How far below the lowest offset to translate a windowed read starts. A continuous copy's runs are
 # a transaction's records of one partition (a few at a steady load, thousands in an available-now
 # chunk), so the run holding the offset mostly starts inside the first window; a partition where it
@@ -59,73 +58,6 @@ class Wanted:
             current = low.get(key)
             low[key] = position if current is None else min(current, position)
         return cls(low)
-
-
-@dataclass(frozen=True)
-class FlowHistory:
-    """The current incarnation's runs of the partitions read: Arrow, distinct, sorted by topic,
-    partition and source offset; and per partition the flow's progress (next source offset)."""
-
-    flow: str
-    runs: Any  # pyarrow.Table of RUN_COLUMNS
-    progress: dict[Key, int]
-    spans: dict[Key, tuple[int, int]]  # a partition's rows in ``runs``: (first index, count)
-    topic_ids: dict[Key, str]  # the current incarnation's topic id
-
-    @property
-    def partitions(self) -> list[Key]:
-        """The partitions the history holds anything of (runs or progress alone)."""
-        return sorted(self.progress)
-
-    def copied(self) -> set[Key]:
-        """The partitions with at least one copied record."""
-        return set(self.spans)
-
-    def get(self, topic: str, partition: int) -> PartitionHistory:
-        key = (topic, partition)
-        first, count = self.spans.get(key, (0, 0))
-        part = self.runs.slice(first, count).to_pydict() if count else {c: [] for c in RUN_COLUMNS}
-        runs = [
-            OffsetRun(s, t, n)
-            for s, t, n in zip(part["source_first"], part["target_first"], part["length"], strict=True)
-        ]
-        return PartitionHistory.of(runs, self.progress.get(key))
-
-    def around(self, topic: str, partition: int, positions: Iterable[int]) -> PartitionHistory:
-        """The runs ``to_target`` needs for the source offsets ``positions`` (for each, the run
-        holding it or the last one before it, and the one after it; and the partition's last):
-        every ``to_target`` of those offsets gives what it gives over :meth:`get`'s runs, without a
-        Python object for every run of the window (a pass over groups that lag by minutes reads
-        hundreds of thousands of runs and translates a few per group)."""
-        key = (topic, partition)
-        first, count = self.spans.get(key, (0, 0))
-        if not count:
-            return self.get(topic, partition)
-        window = self.runs.slice(first, count)
-        firsts = window["source_first"].to_pylist()
-        needed = {count - 1}
-        for position in positions:
-            index = bisect.bisect_right(firsts, position) - 1
-            needed.update(i for i in (index, index + 1) if 0 <= i < count)
-        part = window.take(sorted(needed)).to_pydict()
-        runs = [
-            OffsetRun(s, t, n)
-            for s, t, n in zip(part["source_first"], part["target_first"], part["length"], strict=True)
-        ]
-        return PartitionHistory.of(runs, self.progress.get(key))
-
-    def progress_table(self) -> Any:
-        """(topic, partition, next_offset) of every partition, for Spark."""
-        import pyarrow as pa
-
-        keys = sorted(self.progress)
-        return pa.table(
-            {
-                "topic": pa.array([t for t, _ in keys], pa.string()),
-                "partition": pa.array([p for _, p in keys], pa.int32()),
-                "next_offset": pa.array([self.progress[k] for k in keys], pa.int64()),
-            }
-        )
 
 
 def load_history(
@@ -186,13 +118,8 @@ def _other_incarnations(warehouse: Warehouse, flow: str, ids: dict[Key, str], ta
     found = _differing(tail, items)
     for start in range(0, len(items), PARTITIONS_PER_SCAN):
         chunk = items[start : start + PARTITIONS_PER_SCAN]
-        where = None
-        for (topic, partition), topic_id in chunk:
-            term = (
-                (pc.field("topic") == topic) & (pc.field("partition") == partition) & (pc.field("topic_id") != topic_id)
-            )
-            where = term if where is None else where | term
-        rows = warehouse.scan(SYNC_HISTORY, pc.field("flow") == flow, ["topic", "partition", "topic_id"], groups=where)
+        groups = PartitionGroups(chunk, _another_id)
+        rows = warehouse.scan(SYNC_HISTORY, pc.field("flow") == flow, ["topic", "partition", "topic_id"], groups=groups)
         found |= _differing(rows, chunk)
     return sorted(found)
 
@@ -256,7 +183,7 @@ def scan(warehouse: Warehouse, flow: str, wanted: Wanted, lookback: int = LOOKBA
     parts = [_or_empty(None)]
     for start in range(0, len(items), PARTITIONS_PER_SCAN):
         chunk = items[start : start + PARTITIONS_PER_SCAN]
-        found = warehouse.scan(SYNC_HISTORY, base, COLUMNS, groups=_partitions_filter(chunk, lookback))
+        found = warehouse.scan(SYNC_HISTORY, base, COLUMNS, groups=PartitionGroups(chunk, _from(lookback)))
         parts.append(_keep(_or_empty(found), chunk, lookback))
     return _concat(parts)
 
@@ -284,16 +211,43 @@ def _joined(rows: Any, items: list[tuple[Key, Any]], column: str, values: list[A
     return rows.join(by, ["topic", "partition"], join_type="inner", use_threads=False)
 
 
-def _partitions_filter(items: list[tuple[Key, int | None]], lookback: int) -> Any:
-    import pyarrow.compute as pc
+class PartitionGroups:
+    """Whether a row group may hold rows of the partitions ``items`` (partition, value), by its
+    statistics: a partition within its topic and partition ranges whose ``term(value, bounds)``
+    holds. The partitions in its topic range are found by bisection: a group of a file sorted by
+    topic and partition checks its own few, whatever the number of partitions asked."""
 
-    where = None
-    for (topic, partition), low in items:
-        term = (pc.field("topic") == topic) & (pc.field("partition") == partition)
-        if low is not None:
-            term = term & (pc.field("source_first") >= low - lookback)
-        where = term if where is None else where | term
-    return where
+    def __init__(self, items: Iterable[tuple[Key, Any]], term: Callable[[Any, Bounds], bool]) -> None:
+        self.items = sorted(items, key=lambda item: item[0])
+        self.keys = [key for key, _ in self.items]
+        self.term = term
+
+    def __call__(self, bounds: Bounds) -> bool:
+        topics, partitions = bounds.get("topic"), bounds.get("partition")
+        if topics is None or partitions is None:
+            return True  # no statistics: it may hold anything
+        start = bisect.bisect_left(self.keys, (topics[0],))
+        end = bisect.bisect_right(self.keys, (topics[1], math.inf))
+        return any(
+            partitions[0] <= partition <= partitions[1] and self.term(value, bounds)
+            for (_, partition), value in self.items[start:end]
+        )
+
+
+def _from(lookback: int) -> Callable[[int | None, Bounds], bool]:
+    """A partition's term of a windowed read: runs from ``lookback`` below its lowest offset on."""
+
+    def term(low: int | None, bounds: Bounds) -> bool:
+        firsts = bounds.get("source_first")
+        return low is None or firsts is None or firsts[1] >= low - lookback
+
+    return term
+
+
+def _another_id(topic_id: str, bounds: Bounds) -> bool:
+    """A partition's term of :func:`_other_incarnations`: a topic id besides ``topic_id``."""
+    ids = bounds.get("topic_id")
+    return ids is None or ids != (topic_id, topic_id)
 
 
 def _select(rows: Any, wanted: Wanted, lookback: int) -> Any:
@@ -321,60 +275,13 @@ def _concat(tables: list[Any]) -> Any:
 
 def _not_in(keys: list[Key]) -> Any:
     """The filter of rows of none of ``keys``."""
-    return ~_partitions_filter([(key, None) for key in keys], 0)
-
-
-# --- building ---------------------------------------------------------------------------------
-def _latest(rows: Any) -> Any:
-    """(topic, partition, topic_id) of each partition's latest row (highest history offset)."""
-    newest = rows.group_by(["topic", "partition"], use_threads=False).aggregate([("history_offset", "max")])
-    newest = newest.rename_columns(["topic", "partition", "history_offset"])
-    latest = rows.join(newest, ["topic", "partition", "history_offset"], join_type="inner", use_threads=False)
-    return latest.group_by(["topic", "partition", "topic_id"], use_threads=False).aggregate([])
-
-
-def build_history(flow: str, rows: Any) -> FlowHistory:
-    """The history of ``rows`` (Arrow, COLUMNS): each partition's current incarnation, runs distinct
-    (a replayed ingest may repeat rows: a run is identified by its offsets) and sorted."""
     import pyarrow.compute as pc
 
-    if rows.num_rows == 0:
-        return FlowHistory(flow, rows.select(RUN_COLUMNS), {}, {}, {})
-    latest = _latest(rows)
-    topic_ids = {
-        (t, p): i
-        for t, p, i in zip(
-            latest["topic"].to_pylist(), latest["partition"].to_pylist(), latest["topic_id"].to_pylist(), strict=True
-        )
-    }
-    current = rows.join(latest, ["topic", "partition", "topic_id"], join_type="inner", use_threads=False)
-    ends = current.group_by(["topic", "partition"], use_threads=False).aggregate([("next_offset", "max")])
-    progress = {
-        (t, p): n
-        for t, p, n in zip(
-            ends["topic"].to_pylist(), ends["partition"].to_pylist(), ends["next_offset_max"].to_pylist(), strict=True
-        )
-    }
-    copied = current.filter(pc.field("length") > 0).select(RUN_COLUMNS)
-    runs = copied.group_by(RUN_COLUMNS, use_threads=False).aggregate([])
-    runs = runs.sort_by([("topic", "ascending"), ("partition", "ascending"), ("source_first", "ascending")])
-    return FlowHistory(flow, runs, progress, _spans(runs), topic_ids)
-
-
-def _spans(runs: Any) -> dict[Key, tuple[int, int]]:
-    """Where each partition's rows are in ``runs`` (sorted by topic and partition)."""
-    spans: dict[Key, tuple[int, int]] = {}
-    if runs.num_rows == 0:
-        return spans
-    counts = runs.group_by(["topic", "partition"], use_threads=False).aggregate([("length", "count")])
-    counts = counts.sort_by([("topic", "ascending"), ("partition", "ascending")])
-    first = 0
-    for topic, partition, count in zip(
-        counts["topic"].to_pylist(), counts["partition"].to_pylist(), counts["length_count"].to_pylist(), strict=True
-    ):
-        spans[(topic, partition)] = (first, count)
-        first += count
-    return spans
+    where = None
+    for topic, partition in keys:
+        term = (pc.field("topic") == topic) & (pc.field("partition") == partition)
+        where = term if where is None else where | term
+    return pc.scalar(True) if where is None else ~where
 
 
 def _uncovered(history: FlowHistory, wanted: Wanted, lookback: int) -> list[Key]:
@@ -403,4 +310,4 @@ def _merge(flow: str, windowed: FlowHistory, rest: Any, whole: FlowHistory, agai
     replaced = set(again)
     progress = {k: v for k, v in windowed.progress.items() if k not in replaced} | whole.progress
     topic_ids = {k: v for k, v in windowed.topic_ids.items() if k not in replaced} | whole.topic_ids
-    return FlowHistory(flow, runs, progress, _spans(runs), topic_ids)
+    return FlowHistory(flow, runs, progress, partition_spans(runs), topic_ids)

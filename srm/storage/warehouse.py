@@ -32,7 +32,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from srm.storage import locations
+from srm.storage import locations, row_groups
+from srm.storage.row_groups import RowGroupTest
 
 log = logging.getLogger(__name__)
 
@@ -320,14 +321,14 @@ class Warehouse:
         scanned = self.scan(table, where)
         return [] if scanned is None else list(scanned.to_pylist())
 
-    def scan(self, table: str, where: Any = None, columns: list[str] | None = None, *, groups: Any = None) -> Any:
+    def scan(
+        self, table: str, where: Any = None, columns: list[str] | None = None, *, groups: RowGroupTest | None = None
+    ) -> Any:
         """The rows of ``table`` that match the Arrow expression ``where``, as an Arrow table of
         ``columns`` (all when None); None if the table does not exist. The filter is pushed into
-        the scan: partitions, files and row groups that cannot match are not read. ``groups``: an
-        expression only the row groups' statistics are checked against; the rows of those that
-        may match come whole (an OR of a term per partition costs more on every decoded row than
-        the decoding: the caller keeps its rows, by a join)."""
-        import pyarrow.dataset as ds
+        the scan: partitions, files and row groups that cannot match are not read. ``groups``:
+        whether a row group may hold rows wanted, asked with its statistics (:mod:`.row_groups`); the
+        rows of those that may come whole, for the caller to keep its rows (by a join)."""
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
@@ -336,9 +337,7 @@ class Warehouse:
         except TableNotFoundError:
             return None
         if groups is not None:
-            kept = [f.subset(groups) for f in dataset.get_fragments(filter=where)]
-            files = [f for f in kept if f.num_row_groups]
-            dataset = ds.FileSystemDataset(files, dataset.schema, dataset.format, dataset.filesystem)
+            dataset = row_groups.selected(dataset, where, groups)
         # Single-threaded on purpose: with pyarrow 26 and deltalake 1.6, a threaded scan leaves
         # a C++ thread pool that aborts the interpreter at exit ("terminate called ...").
         return dataset.to_table(filter=where, columns=columns, use_threads=False)

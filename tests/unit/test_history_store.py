@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 from srm.offsets import history as history_module
-from srm.offsets.history import COLUMNS, Wanted, build_history, read_history
+from srm.offsets.flow_history import build_history
+from srm.offsets.history import COLUMNS, PartitionGroups, Wanted, read_history
 from srm.offsets.retention import kept_rows
 from srm.offsets.translate import PartitionHistory, to_source, to_target
 from srm.replication.history import SORT_ORDER
@@ -219,7 +220,7 @@ def test_a_lookup_decodes_the_row_groups_of_its_window_not_the_partitions_whole_
     wanted = [(("orders", 0), 390_000)]  # the last 1,000 runs of 40,000, and the first window's 100 below them
     lookback = history_module.LOOKBACKS[0]
     decoded = warehouse.scan(
-        SYNC_HISTORY, pc.field("flow") == FLOW, COLUMNS, groups=history_module._partitions_filter(wanted, lookback)
+        SYNC_HISTORY, pc.field("flow") == FLOW, COLUMNS, groups=PartitionGroups(wanted, history_module._from(lookback))
     )
     assert decoded.num_rows <= 16_384  # two row groups of 8 Ki rows of the 80,000, 40,000 of them this partition's
     history = read_history(warehouse, FLOW, Wanted(dict(wanted)), empty_tail())
@@ -292,3 +293,34 @@ def test_the_sources_topic_ids_when_given_tell_which_windows_hold_an_older_incar
     assert to_target(history.get("orders", 0), 15_000) == 40_999
     _, count = history.spans[("audit", 0)]
     assert count == 600  # its window alone: from 14,000 on
+
+
+def test_a_row_group_is_read_when_one_of_the_partitions_in_its_ranges_wants_its_offsets() -> None:
+    """PartitionGroups against the same question asked of every partition, on row groups of
+    every shape: one partition, a partition's boundary, a time-ordered append of many topics."""
+    rng = random.Random(7)
+    topics = [f"t{i:02d}" for i in range(12)]
+    partitions = [(t, p) for t in topics for p in range(4) if rng.random() < 0.5]
+    wanted = [(key, rng.choice([None, rng.randint(0, 50_000)])) for key in partitions]
+    lookback = 1_000
+    test = PartitionGroups(wanted, history_module._from(lookback))
+    for _ in range(3_000):
+        t1, t2 = sorted(rng.sample(topics, 2)) if rng.random() < 0.5 else [rng.choice(topics)] * 2
+        p1, p2 = sorted(rng.choice([(0, 0), (0, 3), (1, 2), (rng.randint(0, 3),) * 2]))
+        f1 = rng.randint(0, 60_000)
+        bounds = {"topic": (t1, t2), "partition": (p1, p2), "source_first": (f1, f1 + rng.randint(0, 20_000))}
+        expected = any(
+            t1 <= t <= t2 and p1 <= p <= p2 and (low is None or bounds["source_first"][1] >= low - lookback)
+            for (t, p), low in wanted
+        )
+        assert test(bounds) == expected, bounds
+    assert test({"partition": (0, 3)}), "no topic statistics: the row group may hold anything"
+    assert not PartitionGroups([], history_module._from(lookback))({"topic": ("a", "z"), "partition": (0, 9)})
+
+
+def test_a_row_group_of_one_topic_id_holds_no_other_incarnation() -> None:
+    test = PartitionGroups([(("orders", 0), "id-new")], history_module._another_id)
+    assert not test({"topic": ("orders", "orders"), "partition": (0, 0), "topic_id": ("id-new", "id-new")})
+    assert test({"topic": ("orders", "orders"), "partition": (0, 0), "topic_id": ("id-new", "id-old")})
+    assert test({"topic": ("orders", "orders"), "partition": (0, 1)})  # no topic id statistics
+    assert not test({"topic": ("payments", "payments"), "partition": (0, 0), "topic_id": ("x", "y")})
