@@ -10,6 +10,7 @@ from srm.errors import LastingFaultError, ReplicationError
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
 from srm.replication.job import CopyJob, PartitionResult, fault_payload
+from srm.replication.outage import fix_mmap_threshold
 
 # Available-now: with data behind it, a fetch returns within milliseconds; this long without any
 # record or end-of-partition event means the source cluster is gone or the partition has no leader.
@@ -56,6 +57,7 @@ def stalled(loop: CopyLoop) -> ReplicationError:
 def run_slot(job: CopyJob) -> list[dict[str, Any]]:
     """Entry point of an available-now Spark task: one payload per partition."""
     worker_logging()
+    fix_mmap_threshold()
     faults: list[LastingFaultError] = []
     try:
         payloads = [result.payload() for result in copy_to_end(job, faults=faults)]

@@ -36,7 +36,7 @@ from srm.kafka import clients
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
 from srm.replication.job import CopyJob, Lease, PartitionResult, fault_payload
 from srm.replication.kafka_errors import ProducerFencedError
-from srm.replication.outage import trim_heap
+from srm.replication.outage import fix_mmap_threshold, trim_heap
 from srm.replication.ownership import STOPPED, OwnerTail, latest_ownership, taken_over
 
 log = logging.getLogger(__name__)
@@ -373,6 +373,7 @@ def run_lease(job: CopyJob) -> list[dict[str, Any]]:
     if job.lease is None:
         raise InvariantError(f"slot {job.slot} of flow {job.flow.name}: a lease task got a job without a lease")
     worker_logging()
+    fix_mmap_threshold()
     copier = attach(job)
     ends = time.monotonic() + job.lease.seconds
     while not copier.lease_over.is_set() and time.monotonic() < ends:
