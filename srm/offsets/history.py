@@ -34,7 +34,7 @@ COLUMNS = ["topic", "partition", "topic_id", "source_first", "target_first", "le
 # does not is read again from the next, deeper one, and then whole. Each window costs its rows: at
 # 5,000 records/s over 64 partitions (4 records a run) 10,000 offsets were 2,500 runs a partition.
 LOOKBACKS = (1_000, 10_000)
-# Partitions per filter of one scan: the filter is an OR of one term per partition.
+# Partitions per scan: its row groups are chosen for them, and its rows kept by a join with them.
 PARTITIONS_PER_SCAN = 2_000
 
 
