@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from srm.storage import locations, row_groups
+from srm.storage.allocator import system_allocator
 from srm.storage.row_groups import RowGroupTest
 
 log = logging.getLogger(__name__)
@@ -233,6 +234,7 @@ def _schemas() -> dict[str, Any]:
 class Warehouse:
     def __init__(self, root: str | Path) -> None:
         self.root = str(root)  # a path or a URI (srm.storage.locations), handed to delta-rs as written
+        system_allocator()
 
     def path(self, table: str) -> str:
         return locations.join(self.root, table)

@@ -324,3 +324,39 @@ def test_a_row_group_of_one_topic_id_holds_no_other_incarnation() -> None:
     assert test({"topic": ("orders", "orders"), "partition": (0, 0), "topic_id": ("id-new", "id-old")})
     assert test({"topic": ("orders", "orders"), "partition": (0, 1)})  # no topic id statistics
     assert not test({"topic": ("payments", "payments"), "partition": (0, 0), "topic_id": ("x", "y")})
+
+
+ALLOCATOR_CHECK = """
+import sys
+import pyarrow as pa
+from srm.offsets.history import Wanted, read_history
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse
+sys.path.insert(0, sys.argv[2])
+from test_history_store import append, empty_tail, transactions
+warehouse = Warehouse(sys.argv[1])
+append(warehouse, transactions("orders", 0, 5_000, 3), 1)
+before = pa.mimalloc_memory_pool().bytes_allocated()
+history = read_history(warehouse, "west->east", Wanted.lowest([(("orders", 0), 0)]), empty_tail())
+print(pa.default_memory_pool().backend_name, history.runs.num_rows, pa.system_memory_pool().bytes_allocated(),
+      pa.mimalloc_memory_pool().bytes_allocated() - before)
+"""
+
+
+def test_a_process_that_opens_the_warehouse_reads_into_glibc_buffers(tmp_path: Path) -> None:
+    """Arrow's own allocator (mimalloc) kept tens of MiB more at a checkpoint pass's peak: a process
+    that opens the warehouse reads history into buffers of glibc's malloc (a fresh process: the
+    allocator is chosen once per process)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", ALLOCATOR_CHECK, str(tmp_path / "wh"), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
+    assert out[0] == "system"
+    assert int(out[1]) == 5_000  # the runs read are held in these buffers
+    assert int(out[2]) >= 5_000 * 8 * 3  # at least their three offset columns
+    assert int(out[3]) == 0  # nothing of the read from mimalloc
