@@ -68,6 +68,33 @@ def test_a_lookup_reads_its_partitions_from_a_little_below_its_offset(tmp_path: 
     assert history.progress[("orders", 0)] == 20_000
 
 
+def test_a_lookup_of_many_partitions_recent_runs_decodes_little_more_than_it_keeps(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A pruned history is one file sorted by partition: a pass over the groups of 40 partitions,
+    2,000 runs kept of each one's 10,000, decodes at most 2.5x the rows it keeps (in row groups of
+    8 Ki rows it decoded all 400,000: every group held some partition's recent runs)."""
+    from srm.storage import row_groups
+
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, [r for p in range(40) for r in transactions("orders", p, 10_000, 10)], 1)
+    decoded: list[int] = []
+    choose = row_groups.selected
+
+    def counted(dataset: Any, where: Any, test: Any) -> Any:
+        chosen = choose(dataset, where, test)
+        decoded.extend(g.num_rows for f in chosen.get_fragments() for g in f.row_groups)
+        return chosen
+
+    monkeypatch.setattr(row_groups, "selected", counted)
+    monkeypatch.setattr(history_module, "LOOKBACKS", (10,))
+    wanted = Wanted({("orders", p): 80_005 for p in range(40)})
+    history = read_history(warehouse, FLOW, wanted, empty_tail())
+    assert history.runs.num_rows == 40 * 2_000  # from 79,995 on: the run holding 80,005 and after
+    assert sum(decoded) <= 2.5 * history.runs.num_rows
+    assert to_target(history.get("orders", 39), 80_005) == 8_000 * 11 + 5
+
+
 def test_a_window_that_misses_the_run_holding_the_offset_reads_the_partition_whole(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
