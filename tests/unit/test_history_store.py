@@ -68,6 +68,33 @@ def test_a_lookup_reads_its_partitions_from_a_little_below_its_offset(tmp_path: 
     assert history.progress[("orders", 0)] == 20_000
 
 
+def test_a_lookup_of_many_partitions_recent_runs_decodes_little_more_than_it_keeps(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A pruned history is one file sorted by partition: a pass over the groups of 40 partitions,
+    2,000 runs kept of each one's 10,000, decodes at most 2.5x the rows it keeps (in row groups of
+    8 Ki rows it decoded all 400,000: every group held some partition's recent runs)."""
+    from srm.storage import row_groups
+
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, [r for p in range(40) for r in transactions("orders", p, 10_000, 10)], 1)
+    decoded: list[int] = []
+    choose = row_groups.selected
+
+    def counted(dataset: Any, where: Any, test: Any) -> Any:
+        chosen = choose(dataset, where, test)
+        decoded.extend(g.num_rows for f in chosen.get_fragments() for g in f.row_groups)
+        return chosen
+
+    monkeypatch.setattr(row_groups, "selected", counted)
+    monkeypatch.setattr(history_module, "LOOKBACKS", (10,))
+    wanted = Wanted({("orders", p): 80_005 for p in range(40)})
+    history = read_history(warehouse, FLOW, wanted, empty_tail())
+    assert history.runs.num_rows == 40 * 2_000  # from 79,995 on: the run holding 80,005 and after
+    assert sum(decoded) <= 2.5 * history.runs.num_rows
+    assert to_target(history.get("orders", 39), 80_005) == 8_000 * 11 + 5
+
+
 def test_a_window_that_misses_the_run_holding_the_offset_reads_the_partition_whole(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -324,3 +351,39 @@ def test_a_row_group_of_one_topic_id_holds_no_other_incarnation() -> None:
     assert test({"topic": ("orders", "orders"), "partition": (0, 0), "topic_id": ("id-new", "id-old")})
     assert test({"topic": ("orders", "orders"), "partition": (0, 1)})  # no topic id statistics
     assert not test({"topic": ("payments", "payments"), "partition": (0, 0), "topic_id": ("x", "y")})
+
+
+ALLOCATOR_CHECK = """
+import sys
+import pyarrow as pa
+from srm.offsets.history import Wanted, read_history
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse
+sys.path.insert(0, sys.argv[2])
+from test_history_store import append, empty_tail, transactions
+warehouse = Warehouse(sys.argv[1])
+append(warehouse, transactions("orders", 0, 5_000, 3), 1)
+before = pa.mimalloc_memory_pool().bytes_allocated()
+history = read_history(warehouse, "west->east", Wanted.lowest([(("orders", 0), 0)]), empty_tail())
+print(pa.default_memory_pool().backend_name, history.runs.num_rows, pa.system_memory_pool().bytes_allocated(),
+      pa.mimalloc_memory_pool().bytes_allocated() - before)
+"""
+
+
+def test_a_process_that_opens_the_warehouse_reads_into_glibc_buffers(tmp_path: Path) -> None:
+    """Arrow's own allocator (mimalloc) kept tens of MiB more at a checkpoint pass's peak: a process
+    that opens the warehouse reads history into buffers of glibc's malloc (a fresh process: the
+    allocator is chosen once per process)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", ALLOCATOR_CHECK, str(tmp_path / "wh"), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
+    assert out[0] == "system"
+    assert int(out[1]) == 5_000  # the runs read are held in these buffers
+    assert int(out[2]) >= 5_000 * 8 * 3  # at least their three offset columns
+    assert int(out[3]) == 0  # nothing of the read from mimalloc
