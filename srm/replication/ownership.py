@@ -31,7 +31,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from concurrent import futures
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
@@ -183,23 +183,29 @@ def fence_others(job: CopyJob) -> None:
     with its Python worker (killed, out of memory) keeps it open for transaction.timeout.ms, and
     the slot's next copier, which would abort it, waits for this lease to end. Its producers
     fenced, the transaction is aborted now. A live copier fenced by mistake (its transaction
-    held that long by an outage) fails its task, which Spark runs again. A transaction of an
-    earlier epoch that Kafka left open on the progress or history topic is ended too
-    (:func:`end_hanging_transactions`)."""
+    held that long by an outage) fails its task, which Spark runs again.
+
+    A transaction Kafka left open on the progress or history topic is ended too
+    (:func:`end_hanging_transactions`), this epoch's as well: its other slots' producers are fenced
+    above, and one of this slot's ids left open by the copier before this one (its producers were
+    started after it) ends with no later transaction of that copier. Ending it fences this copier's
+    producers as well: it fails at its next transaction and Spark runs the task again, which reads
+    the progress at once. Spared, such a transaction held every copier of the epoch for good (each
+    read waits for it, and no copier gets to a transaction), until the run failed and the next run's
+    epoch ended it."""
     ids = job.others_transactional_ids
-    if not ids:
-        return
     slot = f"slot {job.slot} of flow {job.flow.name}"
-    log.warning(
-        "%s: a transaction left open holds the read of the progress; fencing the producers of the "
-        "other %d slot(s) of epoch %d (a copier that died with its worker leaves its transaction open)",
-        *(slot, job.slots - 1, job.epoch),
-    )
-    try:
-        fence_producers(job.target, ids)
-    except SrmError as exc:  # the read goes on waiting, up to the transaction's time-out
-        log.warning("%s: %s", slot, exc)
-    end_hanging_transactions(job.target, job.flow)
+    if ids:
+        log.warning(
+            "%s: a transaction left open holds the read of the progress; fencing the producers of the "
+            "other %d slot(s) of epoch %d (a copier that died with its worker leaves its transaction open)",
+            *(slot, job.slots - 1, job.epoch),
+        )
+        try:
+            fence_producers(job.target, ids)
+        except SrmError as exc:  # the read goes on waiting, up to the transaction's time-out
+            log.warning("%s: %s", slot, exc)
+    end_hanging_transactions(job.target, job.flow, ending=[*job.transactional_ids, *ids])
 
 
 def live_transactional_ids(consumer: Any, flow: Flow) -> set[str]:
@@ -221,17 +227,18 @@ def epochs_transactional_ids(flow: Flow, epochs: Iterable[tuple[int, int]]) -> l
     return [tid for epoch, n in epochs for slot in range(n) for tid in copy_transactional_ids(flow, epoch, slot)]
 
 
-def end_hanging_transactions(target: Cluster, flow: Flow) -> None:
+def end_hanging_transactions(target: Cluster, flow: Flow, *, ending: Collection[str] = ()) -> None:
     """A transaction its coordinator completed without writing its marker to the progress or the
     history topic (it found the partition without a leader) holds every read of it for good
     (:mod:`srm.kafka.transactions`): the transactional id of a copy slot no longer alive ends it,
     committed or aborted as its coordinator decided. One of a live slot ends with that slot's next
-    transaction, which writes to both topics."""
+    transaction, which writes to both topics; ``ending``: ids of live slots whose transactions are
+    ended all the same (a copier's read held by its own epoch's, :func:`fence_others`)."""
     consumer = clients.reader(target, "__srm.owners")
     admin = clients.admin_client(target)
     prefix = transactional_prefix(flow.source, flow.target)
     try:
-        live = live_transactional_ids(consumer, flow)
+        live = live_transactional_ids(consumer, flow) - set(ending)
         for topic in (progress_topic_name(flow), history_topic_name(flow)):
             try:
                 end_hanging(target, admin, consumer, (topic, 0), prefix, spare=live)

@@ -26,11 +26,13 @@ from srm.config.settings import FlowSettings
 from srm.devenv.jvm import kafka_command
 from srm.devenv.local import LocalKafka
 from srm.kafka import clients
-from srm.kafka.internal_topics import OWNERS_TOPIC, progress_topic_name
+from srm.kafka.internal_topics import OWNERS_TOPIC, history_topic_name, progress_topic_name
 from srm.kafka.partitions import list_offsets
 from srm.kafka.transactions import end_hanging
 from srm.mm2.records import ProgressRecord
+from srm.replication.job import CopyJob, copy_transactional_ids
 from srm.replication.kafka_errors import transactional_prefix
+from srm.replication.ownership import FlowOwner, end_hanging_transactions, fence_others
 from srm.replication.progress import Progress, read_flow_progress
 from tests.conftest import free_ports
 
@@ -206,3 +208,36 @@ def test_a_progress_read_held_by_a_transaction_left_open_ends_it(nodes: TwoNodes
         list_offsets(admin, [key], "latest") == list_offsets(admin, [key], "latest", read_committed=False) == {key: 2}
     )
     clients.abandon_producer(copier)
+
+
+def test_a_copier_held_by_its_own_epochs_transaction_left_open_ends_it(nodes: TwoNodes) -> None:
+    """As in bench.soak after the target was frozen for 60 s: its coordinator aborted a copier's
+    timed-out transaction while the progress partition had no leader and skipped its marker. The
+    epoch still runs, so a read that spares live copiers' ids leaves it open, and the slot's next
+    copier, whose read of the progress it holds, never gets to the transaction that would end it.
+    That copier's read (``fence_others``) ends it: its own epoch's ids are not spared."""
+    from confluent_kafka.admin import NewTopic
+
+    flow = Flow(source="hang-src", target="hang-dst", settings=FlowSettings())
+    progress = progress_topic_name(flow)
+    cluster = nodes.cluster
+    admin = clients.admin_client(cluster)
+    admin.create_topics([NewTopic(OWNERS_TOPIC, 1, 1)])[OWNERS_TOPIC].result(30)
+    owner = FlowOwner(cluster, flow, "the soak's run")
+    epoch = owner.claim(1, "continuous").epoch  # running: its slot's ids are live
+    earlier = clients.producer(cluster, **{"transactional.id": copy_transactional_ids(flow, epoch, 0)[1]})
+    earlier.init_transactions(60)
+    record = ProgressRecord("orders", 0, "", 1234)
+    leave_open(nodes, admin, progress, [(earlier, 0, record.key(), record.value(), "abort")])
+
+    key = (progress, 0)
+    end_hanging_transactions(cluster, flow)  # a read of the driver: a live slot's transaction is spared
+    assert list_offsets(admin, [key], "latest") == {key: 0}
+    job = CopyJob(flow, cluster, cluster, 0, (), history_topic_name(flow), progress, epoch, owner.run, 0, slots=1)
+    fence_others(job)  # the slot's next copier, held
+    ended = {key: 2}  # the record and the marker that ended it
+    wait_for("the progress stable at its end", lambda: list_offsets(admin, [key], "latest") == ended, 30)
+    assert list_offsets(admin, [key], "latest", read_committed=False) == ended
+    assert read_flow_progress(cluster, flow, [("orders", 0)], admin) == {}  # aborted, as its coordinator decided
+    clients.abandon_producer(earlier)
+    owner.close()
