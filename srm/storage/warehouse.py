@@ -32,8 +32,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from srm.memory import system_allocator
 from srm.storage import locations, row_groups
+from srm.storage.allocator import system_allocator
 from srm.storage.row_groups import RowGroupTest
 
 log = logging.getLogger(__name__)
