@@ -205,7 +205,8 @@ def fence_others(job: CopyJob) -> None:
             fence_producers(job.target, ids)
         except SrmError as exc:  # the read goes on waiting, up to the transaction's time-out
             log.warning("%s: %s", slot, exc)
-    end_hanging_transactions(job.target, job.flow, ending=[*job.transactional_ids, *ids])
+    epoch = epochs_transactional_ids(job.flow, [(job.epoch, job.slots)])
+    end_hanging_transactions(job.target, job.flow, ending=epoch)
 
 
 def live_transactional_ids(consumer: Any, flow: Flow) -> set[str]:
