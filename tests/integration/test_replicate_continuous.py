@@ -307,6 +307,8 @@ def test_the_monitor_shows_what_a_running_lease_copied_within_fifteen_seconds(
         produce(env.west, topic, sequenced(2, 100))
         wait_for(lambda: target_records(env, topic) == 100, 60, "the first records")
         wait_for(lambda: counted() == 100, 60, "the first records in the monitor's counts")
+        # The run's first lease lasts FIRST_LEASE_S: the next records go to a lease of 10 minutes.
+        wait_for(lambda: run.runner.leases >= 2, 60, "the run's second lease")
         produce(env.west, topic, sequenced(2, 100, start=100))  # within the running lease
         wait_for(lambda: target_records(env, topic) == 200, FLOW_WITHIN_S, "the next records")
         took = wait_for(lambda: counted() == 200, 15.0, "the running lease's records in the monitor's counts")
