@@ -9,8 +9,8 @@ from typing import Any
 from srm.errors import LastingFaultError, ReplicationError
 from srm.replication.clientcache import CACHE, ClientCache
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
+from srm.replication.heap import fix_mmap_threshold
 from srm.replication.job import CopyJob, PartitionResult, fault_payload
-from srm.replication.outage import fix_mmap_threshold
 
 # Available-now: with data behind it, a fetch returns within milliseconds; this long without any
 # record or end-of-partition event means the source cluster is gone or the partition has no leader.

@@ -34,9 +34,9 @@ from typing import Any
 from srm.errors import InvariantError, LastingFaultError, SrmError
 from srm.kafka import clients
 from srm.replication.copier import CopyLoop, commit_or_rewind, worker_logging
+from srm.replication.heap import fix_mmap_threshold, trim_heap
 from srm.replication.job import CopyJob, Lease, PartitionResult, fault_payload
 from srm.replication.kafka_errors import ProducerFencedError
-from srm.replication.outage import fix_mmap_threshold, trim_heap
 from srm.replication.ownership import STOPPED, OwnerTail, latest_ownership, taken_over
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,8 @@ from typing import Any
 from srm.errors import InvariantError, SrmError
 from srm.replication import offsets
 from srm.replication.accounting import Phases
-from srm.replication.outage import Outage, trim_heap
+from srm.replication.heap import trim_heap
+from srm.replication.outage import Outage
 from srm.replication.plan_log import PlanLog
 from srm.replication.planner import Planner
 
