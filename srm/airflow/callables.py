@@ -152,8 +152,8 @@ def metrics_rollup(config_file: str, source: str, target: str) -> dict[str, Any]
 
 @task
 def prune_sync_history(config_file: str, source: str, target: str) -> dict[str, Any]:
-    """The flow's sync history pruned below the source's log-start offsets, rewritten sorted, and its
-    topic trimmed to what is not ingested yet (srm.offsets.retention)."""
+    """The flow's sync history pruned below the source's log-start offsets (the files that change
+    rewritten, the small ones merged), and its topic trimmed to what is not ingested yet (srm.offsets.retention)."""
     from dataclasses import asdict
 
     from srm.offsets.retention import HistoryPruner

@@ -64,7 +64,7 @@ TABLE_ROW_GROUP_ROWS = {SYNC_HISTORY: 2_048}
 # Tables written per flow into a folder of their own (Delta partitions): a flow's rewrite never
 # touches another's files, and a scan of one flow skips the others' folders.
 PARTITIONS: dict[str, list[str]] = {SYNC_HISTORY: ["flow"]}
-# The history is rewritten as it is pruned (every few minutes): the files a rewrite replaced are
+# Files of the history are rewritten as it is pruned (every few minutes): the files a rewrite replaced are
 # deleted by VACUUM 15 minutes later (long past any reader's scan: a lookup takes seconds), and the
 # commit log is kept 30 minutes, not Delta's 7 and 30 days: a reader needs only the latest
 # checkpoint and the commits after it, and every append (a commit a few seconds apart) adds a log
