@@ -42,7 +42,7 @@ from srm.kafka.partitions import delete_records_before, list_offsets, offsets_fo
 from srm.kafka.topics import partition_counts, topic_ids
 from srm.replication.history import SORT_ORDER
 from srm.replication.progress import journal_start, progress_group
-from srm.storage.warehouse import SYNC_HISTORY, Warehouse, apply_configuration, pa_table, sql_string
+from srm.storage.warehouse import SYNC_HISTORY, Warehouse, apply_configuration, sql_string
 
 log = logging.getLogger(__name__)
 
@@ -106,16 +106,17 @@ class Stretch:
     high: int
     rows: int
     files: int = 1
-    kept: int = -1  # -1: not known yet
+    kept: int | None = None  # None: not counted yet
 
     @property
     def changes(self) -> bool:
         """Whether a rewrite of it alone changes anything: rows to drop, or files to merge."""
-        return self.files > 1 or 0 <= self.kept < self.rows
+        return self.files > 1 or (self.kept is not None and self.kept < self.rows)
 
     @property
     def size(self) -> int:
-        return self.rows if self.kept < 0 else self.kept
+        """The rows a rewrite of it writes (all of them until counted)."""
+        return self.rows if self.kept is None else self.kept
 
 
 def stretches(files: Iterable[tuple[int, int, int]]) -> list[Stretch]:
@@ -274,11 +275,9 @@ class HistoryPruner:
 
     def _stretches(self, ingested: int) -> list[Stretch]:
         """The stretches of the flow's files below ``ingested`` (the ingest's later appends are left)."""
-        import pyarrow.compute as pc
-        from deltalake import DeltaTable
-
-        actions = pa_table(DeltaTable(self.warehouse.path(SYNC_HISTORY)).get_add_actions(flatten=True))
-        mine = actions.filter(pc.field("partition.flow") == self.flow.name)
+        mine = self.warehouse.files(SYNC_HISTORY, self.flow.name)
+        if mine is None:
+            return []
         lows, highs = mine["min.history_offset"].to_pylist(), mine["max.history_offset"].to_pylist()
         files = zip(lows, highs, mine["num_records"].to_pylist(), strict=True)
         # an empty file has no statistics (and nothing to prune)
@@ -361,6 +360,8 @@ def _counts(found: list[Stretch], keys: Any, kept: Any) -> list[tuple[int, int]]
     offsets, of which ``kept`` tells which are kept."""
     import numpy as np
 
+    if not found:
+        return []
     offsets = keys["history_offset"].to_numpy()
     at = np.searchsorted(np.array([s.low for s in found], dtype=np.int64), offsets, side="right") - 1
     inside = (at >= 0) & (offsets <= np.array([s.high for s in found], dtype=np.int64)[np.maximum(at, 0)])

@@ -64,7 +64,7 @@ TABLE_ROW_GROUP_ROWS = {SYNC_HISTORY: 2_048}
 # Tables written per flow into a folder of their own (Delta partitions): a flow's rewrite never
 # touches another's files, and a scan of one flow skips the others' folders.
 PARTITIONS: dict[str, list[str]] = {SYNC_HISTORY: ["flow"]}
-# Files of the history are rewritten as it is pruned (every few minutes): the files a rewrite replaced are
+# The history's files are rewritten as it is pruned (every few minutes): the files a rewrite replaced are
 # deleted by VACUUM 15 minutes later (long past any reader's scan: a lookup takes seconds), and the
 # commit log is kept 30 minutes, not Delta's 7 and 30 days: a reader needs only the latest
 # checkpoint and the commits after it, and every append (a commit a few seconds apart) adds a log
@@ -348,20 +348,25 @@ class Warehouse:
         return dataset.to_table(filter=where, columns=columns, use_threads=False)
 
     def footprint(self, table: str, flow: str | None = None) -> tuple[int, int]:
-        """(files, bytes) of the table's current snapshot, of ``flow``'s partition when given; (0, 0)
-        if the table does not exist. Files a rewrite replaced are not counted (VACUUM deletes them)."""
+        """(files, bytes) of :meth:`files`; (0, 0) without a table."""
+        import pyarrow.compute as pc
+
+        if (actions := self.files(table, flow)) is None:
+            return 0, 0
+        return actions.num_rows, int(pc.sum(actions["size_bytes"]).as_py() or 0)
+
+    def files(self, table: str, flow: str | None = None) -> Any:
+        """The data files of the table's current snapshot (of ``flow``'s partition): Delta's add actions
+        as Arrow rows (path, size_bytes, num_records, min.<column>, max.<column>); None without a table."""
         import pyarrow.compute as pc
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
         try:
-            actions: Any = DeltaTable(self.path(table)).get_add_actions(flatten=True)
+            actions = pa_table(DeltaTable(self.path(table)).get_add_actions(flatten=True))
         except TableNotFoundError:
-            return 0, 0
-        actions = pa_table(actions)
-        if flow is not None:
-            actions = actions.filter(pc.field("partition.flow") == flow)
-        return actions.num_rows, int(pc.sum(actions["size_bytes"]).as_py() or 0)
+            return None
+        return actions if flow is None else actions.filter(pc.field("partition.flow") == flow)
 
     def replace(self, table: str, data: Any, predicate: str) -> None:
         """Replace the rows matching the SQL ``predicate`` with ``data`` (Arrow; each of its rows

@@ -176,3 +176,11 @@ def test_a_stretch_of_a_topic_deleted_on_the_source_goes_whole(tmp_path: Path, s
     assert (pruned.rows_before, pruned.rows_after, pruned.rewritten) == (540, 240, 0)
     assert history(warehouse) == as_tuples(table(batch(100, 60)))
     assert pruned.files_after == 1
+
+
+def test_a_file_reaching_past_the_ingests_version_is_left_to_a_later_prune(tmp_path: Path, small_files: None) -> None:
+    warehouse = Warehouse(tmp_path)
+    append(warehouse, batch(0, 25), 50)  # history offsets 0-99 appended under version 50
+    pruned = Pruner(tmp_path, {("orders", p): 1_000 for p in range(PARTITIONS)}).prune()
+    assert (pruned.rows_before, pruned.rewritten) == (0, 0)
+    assert history(warehouse) == as_tuples(table(batch(0, 25)))
