@@ -19,6 +19,9 @@ from tests.helpers import produce, read_all
 pytestmark = pytest.mark.integration
 
 COMPACTED = {"cleanup.policy": "compact"}
+# The records below carry timestamps of November 2023, older than the brokers' default retention:
+# the local brokers' retention check (every 10 s) would delete them before they are read back.
+KEPT = {"retention.ms": "-1"}
 
 
 RECORDS: list[dict[str, Any]] = [
@@ -47,7 +50,7 @@ def test_records_with_headers_round_trip_byte_for_byte(
 ) -> None:
     cluster = kafka.clusters[index]
     topic = unique("roundtrip")
-    assert ensure_topic(clients.admin_client(cluster), topic, 3)
+    assert ensure_topic(clients.admin_client(cluster), topic, 3, config=KEPT)
     produce(cluster, topic, RECORDS)
     got = sorted(read_all(cluster, topic, len(RECORDS)), key=lambda m: m.timestamp()[1])
     assert len(got) == len(RECORDS)
