@@ -34,6 +34,7 @@ from srm.offsets.group_sync import SyncReport, sync_group_offsets
 from srm.offsets.groups import group_offsets, list_groups
 from srm.offsets.history import Wanted, history_topics, load_history, topic_tail
 from srm.offsets.merged import merged_position, reverse_flow
+from srm.offsets.retention import HistoryPruner
 from srm.offsets.translate import to_source, to_target
 from srm.replication.accounting import Phases
 from srm.replication.selector import TopicSelector
@@ -143,6 +144,8 @@ class CheckpointPass:
         if self.sync:
             sync = sync_group_offsets(self._admin(self.target), forward.in_force + forward.not_copied)
             phases.lap("group sync")
+        self._trim_history()
+        phases.lap("history trim")
         Warehouse(self.config.storage.warehouse).append(
             CHECKPOINT_METRICS, self.metrics, f"checkpoints:{self.flow.name}:{self.pass_id}", 1
         )
@@ -150,6 +153,20 @@ class CheckpointPass:
         report = PassReport(self.flow.name, forward, backward, sync, phases)
         log.info("%s", report.summary())
         return report
+
+    def _trim_history(self) -> None:
+        """The flow's history topic trimmed to what the warehouse holds (srm.offsets.retention), at
+        every pass rather than at every prune only: the broker deletes a segment at its retention
+        check once all of it lies below the log start, so the topic's bytes on disk follow the
+        ingest closely whenever the check falls. A failure leaves the topic for the next pass."""
+        from confluent_kafka import KafkaException
+
+        try:
+            HistoryPruner(
+                self.config, self.flow, source_admin=self._admin(self.source), target_admin=self._admin(self.target)
+            ).trim_topic()
+        except (SrmError, KafkaException) as exc:
+            log.warning("flow %s: history topic not trimmed (%s); the next pass tries again", self.flow.name, exc)
 
     # --- topics -------------------------------------------------------------------------------
     def forward_topic(self) -> InternalTopic:

@@ -21,7 +21,8 @@ source still has. A prune, per flow:
   commit log past 30 minutes (srm.storage.warehouse.CONFIGURATION);
 - deletes the history topic's records that are ingested, that no journaled progress record needs
   (srm.replication.progress), and that are older than TOPIC_MARGIN_S (a transaction still open
-  may journal progress from an offset a little below the topic's end).
+  may journal progress from an offset a little below the topic's end). Every checkpoint pass trims
+  the topic too (trim_topic), so what the broker keeps on disk follows the ingest within a pass.
 
 What is kept is bounded by the source's retention, which the user controls, so a checkpoint pass
 or a translation costs the same after a week as after an hour.
@@ -230,6 +231,14 @@ class HistoryPruner:
         report.topic_start = self._trim_topic(ingested, now_ms)
         log.info("%s", report)
         return report
+
+    def trim_topic(self, now_ms: int | None = None) -> int | None:
+        """Only the history topic's trim (each checkpoint pass): its log-start offset after, None
+        when nothing is ingested yet. A broker deletes a segment at its retention check once all of
+        it lies below the log start; trimmed every pass rather than every prune, the topic holds
+        TOPIC_MARGIN_S and a segment or so after each check, whenever the check falls."""
+        ingested = self.warehouse.version(SYNC_HISTORY, f"history:{self.flow.name}")
+        return None if ingested is None else self._trim_topic(ingested, now_ms)
 
     # --- the table ----------------------------------------------------------------------------
     def _prune_table(self, ingested: int, report: Pruned) -> None:

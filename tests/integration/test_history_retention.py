@@ -15,7 +15,9 @@ from srm.kafka.internal_topics import history_topic_name, progress_topic_name
 from srm.kafka.partitions import delete_records_before, list_offsets
 from srm.kafka.topics import ensure_topic
 from srm.mm2.records import ProgressRecord
+from srm.offsets import retention
 from srm.offsets.api import Translator
+from srm.offsets.checkpointing import CheckpointPass
 from srm.offsets.history import load_history
 from srm.offsets.retention import HistoryPruner
 from srm.storage.warehouse import SYNC_HISTORY
@@ -90,3 +92,23 @@ def test_a_journaled_progress_record_keeps_the_history_it_names(kafka: SrmConfig
     assert pruned.topic_start == 5
     produce(env.east, progress, [ProgressRecord(topic, 0, "id-1", 9).as_produce_kwargs()])  # plain again
     assert HistoryPruner(env.config, flow).prune(now_ms=FAR_FUTURE_MS).topic_start == 20
+
+
+def test_a_checkpoint_pass_trims_the_history_topic_to_what_is_ingested_past_the_margin(
+    kafka: SrmConfig, tmp_path: Path, unique: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = unique("orders")
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [topic]}])
+    flow = env.flow()
+    ensure_topic(clients.admin_client(env.west), topic, 1)
+    east = clients.admin_client(env.east)
+    history = history_topic_name(flow)
+    ensure_topic(east, history, 1)
+    produce(env.east, history, [{"key": b"k", "value": b"v"} for _ in range(20)])
+    env.warehouse.append(SYNC_HISTORY, [], f"history:{flow.name}", 12)  # as if 12 of 20 were ingested
+
+    CheckpointPass(env.config, flow).run()  # the records are a moment old: inside the margin, kept
+    assert list_offsets(east, [(history, 0)], "earliest")[(history, 0)] == 0
+    monkeypatch.setattr(retention, "TOPIC_MARGIN_S", 0.0)
+    CheckpointPass(env.config, flow).run()
+    assert list_offsets(east, [(history, 0)], "earliest")[(history, 0)] == 12  # what is not ingested stays
