@@ -9,6 +9,8 @@ from srm.airflow import callables
 from srm.airflow.defaults import flow_dag
 from srm.airflow.spark import spark_job
 from srm.config.model import Flow
+from srm.kafka.internal_topics import history_topic_name
+from srm.offsets.retention import TOPIC_MARGIN_S
 
 
 def checkpoints_dag(flow: Flow, config_file: str) -> Any:
@@ -27,6 +29,8 @@ committed offsets of {flow.source}'s consumer groups exactly and writes them as 
         if s.sync_group_offsets_enabled
         else "Group offset sync is off (`sync.group.offsets.enabled: false`)."
     }
+Each pass also deletes the records of `{history_topic_name(flow)}` that the warehouse has ingested, that
+no copy progress still names and that are over {TOPIC_MARGIN_S / 60:.0f} minutes old.
 """
     with flow_dag(
         flow,
