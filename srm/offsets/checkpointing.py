@@ -155,10 +155,8 @@ class CheckpointPass:
         return report
 
     def _trim_history(self) -> None:
-        """The flow's history topic trimmed to what the warehouse holds (srm.offsets.retention), at
-        every pass rather than at every prune only: the broker deletes a segment at its retention
-        check once all of it lies below the log start, so the topic's bytes on disk follow the
-        ingest closely whenever the check falls. A failure leaves the topic for the next pass."""
+        """The flow's history topic trimmed to what the warehouse holds (HistoryPruner.trim_topic);
+        a failure leaves the topic for the next pass."""
         from confluent_kafka import KafkaException
 
         try:

@@ -41,7 +41,7 @@ from srm.kafka import clients
 from srm.kafka.internal_topics import history_topic_name, progress_topic_name
 from srm.kafka.partitions import delete_records_before, list_offsets, offsets_for_time
 from srm.kafka.topics import partition_counts, topic_ids
-from srm.replication.history import SORT_ORDER
+from srm.replication.history import SORT_ORDER, history_app_id
 from srm.replication.progress import journal_start, progress_group
 from srm.storage.warehouse import SYNC_HISTORY, Warehouse, apply_configuration, sql_string
 
@@ -220,7 +220,7 @@ class HistoryPruner:
 
     def prune(self, now_ms: int | None = None) -> Pruned:
         report = Pruned(self.flow.name)
-        ingested = self.warehouse.version(SYNC_HISTORY, f"history:{self.flow.name}")
+        ingested = self._ingested()
         if ingested is None:
             report.skipped = "nothing ingested yet"
             return report
@@ -237,8 +237,12 @@ class HistoryPruner:
         when nothing is ingested yet. A broker deletes a segment at its retention check once all of
         it lies below the log start; trimmed every pass rather than every prune, the topic holds
         TOPIC_MARGIN_S and a segment or so after each check, whenever the check falls."""
-        ingested = self.warehouse.version(SYNC_HISTORY, f"history:{self.flow.name}")
+        ingested = self._ingested()
         return None if ingested is None else self._trim_topic(ingested, now_ms)
+
+    def _ingested(self) -> int | None:
+        """The history topic's offset the warehouse has ingested up to (srm.replication.history)."""
+        return self.warehouse.version(SYNC_HISTORY, history_app_id(self.flow))
 
     # --- the table ----------------------------------------------------------------------------
     def _prune_table(self, ingested: int, report: Pruned) -> None:

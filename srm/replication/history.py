@@ -27,6 +27,11 @@ CHUNK_RECORDS = 50_000  # one warehouse append per chunk, so a long backlog is s
 SORT_ORDER = ["topic", "partition", "source_first"]
 
 
+def history_app_id(flow: Flow) -> str:
+    """The Delta application id under which the ingest records how far it has read the topic."""
+    return f"history:{flow.name}"
+
+
 class HistoryIngest:
     def __init__(self, warehouse: Warehouse, flow: Flow, target: Cluster, topic: str, admin: Any) -> None:
         self.warehouse = warehouse
@@ -35,7 +40,7 @@ class HistoryIngest:
         self.topic = topic
         self.admin = admin
         self._consumer: Any = None
-        self.app_id = f"history:{flow.name}"
+        self.app_id = history_app_id(flow)
 
     def ingest(self, settle_s: float = 0.0) -> int:
         """Append the history records committed since the last ingest, a chunk per warehouse commit;
