@@ -172,7 +172,8 @@ class FlowSettings(BaseModel):
     transaction_linger_ms: int = Field(0, alias="transaction.linger.ms", ge=0, le=60_000)
     """Continuous mode: a copier that has caught up commits no sooner than this after its previous commit began
     (0: at once): at most one offset run and commit marker per partition per linger, for up to this much more
-    latency. Less than transaction.interval.ms."""
+    latency. The copier's clients batch for it: its producer holds a partition's records as long (up to 1 s),
+    its consumer's fetch waits for a MiB or a tenth of it. Less than transaction.interval.ms."""
     # Continuous mode: how long one Spark task holds its slot's partitions. Copying goes on across
     # leases without a pause; a lease is the unit of planning (new topics, YAML edits without an
     # early end), of metrics rows and of the job's log line. A run's first lease is at most

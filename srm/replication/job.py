@@ -75,6 +75,13 @@ class CopyJob:
     slots: int = 1  # the epoch's slots (its tasks.max)
 
     @property
+    def linger_ms(self) -> int:
+        """The lease's transaction.linger.ms (0 without one, and in available-now mode): how long
+        the copier's transactions stay open at least, which its clients batch for
+        (srm.replication.producers.producer_settings, srm.replication.source_reader.consumer_settings)."""
+        return self.lease.transaction_linger_ms if self.lease is not None else 0
+
+    @property
     def transactional_id(self) -> str:
         return self.transactional_ids[0]
 

@@ -362,10 +362,12 @@ def freeze_heap() -> None:
 
 
 def _same_writer(running: CopyJob, job: CopyJob) -> bool:
-    """Can the running copier take ``job`` over: same epoch, and the settings its writer and its
-    loss handling were built with (the rest is read from the job as it comes)."""
+    """Can the running copier take ``job`` over: same epoch, and the settings its writer, its loss
+    handling and its clients were built with (the linger: srm.replication.producers.producer_settings,
+    srm.replication.source_reader.consumer_settings; the rest is read from the job as it comes)."""
     a, b = running.flow.settings, job.flow.settings
-    return running.epoch == job.epoch and (a.exactly_once, a.on_data_loss) == (b.exactly_once, b.on_data_loss)
+    built = (a.exactly_once, a.on_data_loss, running.linger_ms)
+    return running.epoch == job.epoch and built == (b.exactly_once, b.on_data_loss, job.linger_ms)
 
 
 def run_lease(job: CopyJob) -> list[dict[str, Any]]:

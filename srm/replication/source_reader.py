@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 CONSUME_BATCH = 10_000
+FETCH_WAIT_MS = 500  # Kafka's Java default, see CONSUMER_SETTINGS
 CONSUMER_SETTINGS = {
     "enable.partition.eof": True,
     "auto.offset.reset": "error",  # never jump silently: a missing offset is reported as a loss
@@ -36,7 +37,7 @@ CONSUMER_SETTINGS = {
     "queued.min.messages": 20_000,
     # How long the broker holds a fetch that finds nothing new (Kafka's Java default); a quiet
     # continuous copier's consumer holds it longer (QUIET_FETCH_WAIT_MS).
-    "fetch.wait.max.ms": 500,
+    "fetch.wait.max.ms": FETCH_WAIT_MS,
     # A partition assigned again by the next task sometimes starts fetching only 1 s later
     # (debug=fetch: "start fetching" at t, the first Fetch at t + 1 s); these backoffs and sleeps
     # default to 1000/1000/500 ms, and lower values make that stall rarer (bench/REPORT.md).
@@ -56,10 +57,32 @@ CONSUMER_SETTINGS = {
 # Kafka's default hold (CONSUMER_SETTINGS), and so does the first record the quiet one hands over.
 QUIET_AFTER_S = 30.0
 QUIET_FETCH_WAIT_MS = 5000
+# A continuous copier with a transaction.linger.ms commits no sooner than that after its previous
+# commit, so its records need not be fetched the moment they arrive. With fetch.min.bytes 1 every
+# fetch returns with whatever has come, and under a steady load the copier fetched on nearly every
+# arrival, each fetch naming all its partitions (bench.soak's shape, 5,000 records/s over 64
+# partitions, two copiers: 1,588 fetches a second on the source, the copiers' Python workers at
+# half a core). Lingering, the broker holds a fetch until a MiB has come or a tenth of the linger
+# has passed (157 fetches a second there, the workers at a fifth of a core). The price: a record
+# waits up to that tenth at the broker, and a trickle over many partitions pays a fetch every
+# tenth of the linger rather than one per arrival (until the quiet consumer takes over).
+LINGER_FETCH_MIN_BYTES = 1024 * 1024
+LINGER_FETCH_WAIT_SHARE = 10
 METADATA_TIMEOUT_S = 5.0
 # Topics newly assigned to a copier's consumer asked for in one metadata request each, up to this
 # many; more in one request for all topics (one round trip, however many topics).
 METADATA_PER_TOPIC = 10
+
+
+def consumer_settings(linger_ms: int, *, quiet: bool = False) -> dict[str, Any]:
+    """CONSUMER_SETTINGS for a copier whose transactions stay open ``linger_ms`` at least
+    (transaction.linger.ms; 0: none). ``quiet``: the longer hold, and any record ends it."""
+    if quiet:
+        return {**CONSUMER_SETTINGS, "fetch.wait.max.ms": QUIET_FETCH_WAIT_MS}
+    if linger_ms <= 0:
+        return dict(CONSUMER_SETTINGS)
+    hold = min(FETCH_WAIT_MS, max(1, linger_ms // LINGER_FETCH_WAIT_SHARE))
+    return {**CONSUMER_SETTINGS, "fetch.min.bytes": LINGER_FETCH_MIN_BYTES, "fetch.wait.max.ms": hold}
 
 
 class SourceReader:
@@ -80,14 +103,15 @@ class SourceReader:
         self._woken = False  # a record came while quiet
         self.digest = clients.settings_digest(job.source)  # its clients are built again when it changes
         self.key = ("source-consumer", job.flow.name, "continuous" if self.continuous else "available-now")
-        self.consumer = cache.client(self.key, self._build_consumer, self.digest)
+        self.consumer_digest = f"{self.digest}:linger={job.linger_ms}"  # consumer_settings follow it
+        self.consumer = cache.client(self.key, self._build_consumer, self.consumer_digest)
         self.consumer.assign([])
         self.paused: set[Key] = set()  # assigned, and paused by pause() until sought with resume or assigned again
         self._ahead: tuple[threading.Thread, list[tuple[Any, dict[str, int]]]] | None = None  # learn_ahead()
 
     def _build_consumer(self, *, quiet: bool = False) -> Any:
-        wait = {"fetch.wait.max.ms": QUIET_FETCH_WAIT_MS} if quiet else {}
-        built = clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **{**CONSUMER_SETTINGS, **wait})
+        settings = consumer_settings(self.job.linger_ms, quiet=quiet)
+        built = clients.consumer(self.job.source, f"__srm.copy.{self.job.flow.target}", **settings)
         return clients.settled(built)
 
     def admin(self) -> Any:
@@ -137,7 +161,7 @@ class SourceReader:
         spare, known = (None, {}) if quiet else self._spare()
         self.cache.drop_client(self.key)
         build = partial(self._build_consumer, quiet=quiet) if spare is None else lambda: spare
-        self.consumer = self.cache.client(self.key, build, self.digest)
+        self.consumer = self.cache.client(self.key, build, self.consumer_digest)
         self.quiet, self._woken = quiet, False
         self._quiet_at = time.monotonic() + QUIET_AFTER_S
         self.learn(unknown_topics(assignment, known))

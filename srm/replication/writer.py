@@ -48,7 +48,7 @@ from srm.replication.kafka_errors import (
 )
 from srm.replication.outage import Outage, retried, slot_outage
 from srm.replication.partition_state import PartitionState
-from srm.replication.producers import PRODUCER_SETTINGS, ProducerPair, RoutedProducer, Router, delivery_timeout_ms
+from srm.replication.producers import ProducerPair, RoutedProducer, Router, delivery_timeout_ms, producer_settings
 from srm.replication.progress import progress_group
 from srm.replication.resend import send_again
 from srm.replication.runs import OffsetRun
@@ -83,7 +83,10 @@ class TargetWriter:
         self.status_topic = status_topic_name(job.flow)
         ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
         self.digest = clients.settings_digest(job.target)  # its clients are built again when it changes
-        self.pair = ProducerPair(cache, ids, self._key, self._build_producer, self, digest=self.digest)
+        # The producers' settings follow the linger too (producer_settings): a pair built for
+        # another is built again.
+        pair_digest = f"{self.digest}:linger={job.linger_ms}"
+        self.pair = ProducerPair(cache, ids, self._key, self._build_producer, self, digest=pair_digest)
         self.pair.start()
         # The pair's producer of the turn, kept as an attribute: produce() reads it once per record.
         self.producer = self.pair.producer
@@ -116,7 +119,7 @@ class TargetWriter:
     def _build_producer(self, transactional_id: str) -> RoutedProducer:
         router = Router()
         settings: dict[str, Any] = {
-            **PRODUCER_SETTINGS,
+            **producer_settings(self.job.linger_ms),
             "on_delivery": router.delivered,
             "message.timeout.ms": self.delivery_timeout_ms,
         }

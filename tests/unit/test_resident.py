@@ -135,7 +135,8 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
     monkeypatch.setattr(resident, "_COPIERS", {})
     source, target = type("C", (), {"alias": "a"})(), type("C", (), {"alias": "b"})()
     settings = type("S", (), {"exactly_once": True, "on_data_loss": "fail"})()
-    job = type("Job", (), {"flow": type("F", (), {"name": "a->b", "settings": settings})(), "slot": 0, "epoch": 1})()
+    flow = type("F", (), {"name": "a->b", "settings": settings})()
+    job = type("Job", (), {"flow": flow, "slot": 0, "epoch": 1, "linger_ms": 0})()
     job.source, job.target, job.ranges, job.owners_run = source, target, (), "run-1"
     first = resident.attach(job)
     assert resident.attach(job) is first and first.renewed == [job], "the same settings: renewed"
@@ -148,7 +149,7 @@ def test_a_copier_starts_again_when_a_clusters_client_settings_resolve_different
     second.join(5)  # it stopped by itself, as a copier does when this run's next epoch begins
 
     def job_of(epoch: int, run: str) -> Any:
-        other = type("Job", (), {"flow": job.flow, "slot": 0, "epoch": epoch})()
+        other = type("Job", (), {"flow": job.flow, "slot": 0, "epoch": epoch, "linger_ms": 0})()
         other.source, other.target, other.ranges, other.owners_run = source, target, (), run
         return other
 
@@ -182,3 +183,20 @@ def test_a_linger_spaces_the_commits_of_a_copier_that_caught_up() -> None:
     assert cadence.due(0.0, caught_up=False, now=10.01), "a transaction due (interval, full chunk) commits at once"
     renewed = cadence.renewed(Lease(2, 30, 200, 0))
     assert (renewed.interval_s, renewed.linger_s, renewed.began) == (0.2, 0.0, 10.0)
+
+
+def test_a_copier_starts_again_when_its_transactions_linger_changes() -> None:
+    """transaction.linger.ms edited: its clients batch for the linger they were built with
+    (producer_settings, consumer_settings), so the next lease's task starts a new copier."""
+    from dataclasses import replace
+
+    from tests.unit.test_writer import job
+
+    running = job(continuous=True)
+    assert running.linger_ms == 0
+    assert resident._same_writer(running, replace(running, ranges=()))
+    lingering = replace(running, lease=replace(running.lease, transaction_linger_ms=100))
+    assert lingering.linger_ms == 100
+    assert not resident._same_writer(running, lingering)
+    assert resident._same_writer(lingering, replace(lingering, ranges=()))
+    assert job(continuous=False).linger_ms == 0

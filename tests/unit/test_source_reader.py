@@ -12,7 +12,14 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from srm.replication import source_reader
 from srm.replication.clientcache import ClientCache
-from srm.replication.source_reader import CONSUMER_SETTINGS, QUIET_FETCH_WAIT_MS, SourceReader, unknown_topics
+from srm.replication.source_reader import (
+    CONSUMER_SETTINGS,
+    LINGER_FETCH_MIN_BYTES,
+    QUIET_FETCH_WAIT_MS,
+    SourceReader,
+    consumer_settings,
+    unknown_topics,
+)
 from tests.unit.test_writer import job
 
 Key = tuple[str, int]
@@ -148,3 +155,37 @@ def test_the_topics_whose_metadata_a_consumer_lacks_for_an_assignment() -> None:
     assignment = [TopicPartition("a", 0, 0), TopicPartition("a", 3, 0), TopicPartition("b", 0, 0)]
     assert unknown_topics(assignment, {"a": 4, "b": 1}) == []
     assert unknown_topics(assignment, {"a": 2}) == ["a", "b"]
+
+
+def test_a_lingering_copiers_fetch_waits_for_a_mib_or_a_tenth_of_its_linger(
+    built: list[Consumer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With transaction.linger.ms the broker holds the copier's fetch until a MiB has come or a
+    tenth of the linger has passed; without one, and on the quiet consumer, any record ends it."""
+    from dataclasses import replace
+
+    plain = job(continuous=True)
+    lingering = replace(plain, lease=replace(plain.lease, transaction_linger_ms=100))
+    reader = SourceReader(lingering, ClientCache(), lambda: {("a", 0): 0})
+    reader.assign([("a", 0, 0)])
+    active = built[-1]
+    assert (active.settings["fetch.min.bytes"], active.settings["fetch.wait.max.ms"]) == (LINGER_FETCH_MIN_BYTES, 10)
+    monkeypatch.setattr(source_reader, "QUIET_AFTER_S", 0.0)
+    active.waiting = [Record("a", 0)]
+    reader.consume(0)
+    reader.consume(0)  # nothing came (for QUIET_AFTER_S): onto the quiet consumer
+    quiet = built[-1]
+    assert reader.quiet and quiet is not active
+    assert quiet.settings.get("fetch.min.bytes", 1) == 1 and quiet.settings["fetch.wait.max.ms"] == QUIET_FETCH_WAIT_MS
+
+    SourceReader(plain, ClientCache(), lambda: {})
+    assert built[-1].settings == CONSUMER_SETTINGS, "no linger: every record ends the fetch"
+    SourceReader(job(continuous=False), ClientCache(), lambda: {})
+    assert built[-1].settings == CONSUMER_SETTINGS, "available-now"
+
+
+def test_a_lingering_fetch_holds_at_most_kafkas_default() -> None:
+    assert consumer_settings(5)["fetch.wait.max.ms"] == 1
+    assert consumer_settings(1_000)["fetch.wait.max.ms"] == 100
+    assert consumer_settings(20_000)["fetch.wait.max.ms"] == CONSUMER_SETTINGS["fetch.wait.max.ms"] == 500
+    assert consumer_settings(0) == CONSUMER_SETTINGS

@@ -369,3 +369,43 @@ def test_a_producer_that_cannot_start_past_the_bound_is_a_lasting_fault_naming_w
     with pytest.raises(LastingFaultError, match=r"^flow a->b: slot 0 copying t\[0\] at offset 7: failing since "):
         writer._build_producer("srm-replicate.a.b.1.0")
     assert Frozen.calls > 1, "retried within the bound"
+
+
+def test_a_lingering_writers_producers_hold_a_partitions_records_for_the_linger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """transaction.linger.ms: the producers hold each partition's records as long as the
+    transaction stays open anyway (up to a second), one Produce request per partition and
+    transaction; built under their own cache digest, so a pair built for another linger is not reused."""
+    from dataclasses import replace
+
+    from srm.replication import writer as writer_module
+    from srm.replication.producers import LINGER_CAP_MS, PRODUCER_SETTINGS, producer_settings
+
+    built: list[dict[str, Any]] = []
+
+    class Started:
+        def init_transactions(self, timeout: float) -> None:
+            pass
+
+    def producer(cluster: Any, **settings: Any) -> Started:
+        built.append(settings)
+        return Started()
+
+    monkeypatch.setattr(writer_module.clients, "producer", producer)
+    monkeypatch.setattr(writer_module.clients, "settled", lambda client: client)
+    digests: list[str] = []
+
+    class Cache(FakeCache):
+        def producer(self, key: str, build: Any, digest: str = "") -> RoutedProducer:
+            digests.append(digest)
+            return super().producer(key, build, digest)
+
+    plain = job(continuous=True)
+    for linger, expected in ((0, PRODUCER_SETTINGS["linger.ms"]), (100, 100), (20_000, LINGER_CAP_MS)):
+        copy_job = replace(plain, lease=replace(plain.lease, transaction_linger_ms=linger))
+        TargetWriter(copy_job, Cache())._build_producer(copy_job.transactional_id)
+        assert built[-1]["linger.ms"] == expected == producer_settings(linger)["linger.ms"]
+        assert built[-1]["transactional.id"] == copy_job.transactional_id
+    assert len(set(digests)) == 3, "one digest per linger"
+    assert producer_settings(0) == PRODUCER_SETTINGS
