@@ -81,6 +81,11 @@ class CopyJob:
         (srm.replication.producers.producer_settings, srm.replication.source_reader.consumer_settings)."""
         return self.lease.transaction_linger_ms if self.lease is not None else 0
 
+    def lingering_digest(self, digest: str) -> str:
+        """``digest`` (a cluster's client settings, srm.kafka.clients.settings_digest) for clients
+        whose settings follow the linger too: the client cache builds them again when it changes."""
+        return f"{digest}:linger={self.linger_ms}"
+
     @property
     def transactional_id(self) -> str:
         return self.transactional_ids[0]

@@ -103,7 +103,7 @@ class SourceReader:
         self._woken = False  # a record came while quiet
         self.digest = clients.settings_digest(job.source)  # its clients are built again when it changes
         self.key = ("source-consumer", job.flow.name, "continuous" if self.continuous else "available-now")
-        self.consumer_digest = f"{self.digest}:linger={job.linger_ms}"  # consumer_settings follow it
+        self.consumer_digest = job.lingering_digest(self.digest)  # consumer_settings follow the linger
         self.consumer = cache.client(self.key, self._build_consumer, self.consumer_digest)
         self.consumer.assign([])
         self.paused: set[Key] = set()  # assigned, and paused by pause() until sought with resume or assigned again

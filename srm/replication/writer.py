@@ -83,9 +83,8 @@ class TargetWriter:
         self.status_topic = status_topic_name(job.flow)
         ids = job.transactional_ids if self.exactly_once and job.lease is not None else job.transactional_ids[:1]
         self.digest = clients.settings_digest(job.target)  # its clients are built again when it changes
-        # The producers' settings follow the linger too (producer_settings): a pair built for
-        # another is built again.
-        pair_digest = f"{self.digest}:linger={job.linger_ms}"
+        # producer_settings follow the linger: a pair built for another is built again
+        pair_digest = job.lingering_digest(self.digest)
         self.pair = ProducerPair(cache, ids, self._key, self._build_producer, self, digest=pair_digest)
         self.pair.start()
         # The pair's producer of the turn, kept as an attribute: produce() reads it once per record.
