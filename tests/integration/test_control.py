@@ -31,10 +31,16 @@ from tests.replication import SINGLE_BROKER, Env, contents, make_env, replicate,
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def driver_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """The run's INFO lines kept: a miss shows the driver's lease lines (which change it saw, when)."""
+    caplog.set_level(logging.INFO, logger="srm")
+
+
+@pytest.mark.usefixtures("driver_lines")
 def test_topic_lists_change_a_running_flow_within_seconds(
-    spark: Any, kafka: SrmConfig, tmp_path: Path, cli: Run, caplog: pytest.LogCaptureFixture
+    spark: Any, kafka: SrmConfig, tmp_path: Path, cli: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    caplog.set_level(logging.INFO, logger="srm")  # a miss shows the driver's lease lines (which change it saw, when)
     prefix = f"ctl-{uuid.uuid4().hex[:8]}"
     warm, late = f"{prefix}-warm", f"{prefix}-late"
     env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [], "topics.exclude": []}])
@@ -52,7 +58,8 @@ def test_topic_lists_change_a_running_flow_within_seconds(
         code, out, _ = cli(env.path, "topics", *flow_args, "--add", late)
         assert code == 0 and out == f"Current whitelist:\n{warm}\n{late}\nCurrent blacklist:\nDone.\n"
         took = wait_for(lambda: target_records(env, late) == 100, FLOW_WITHIN_S, f"{late} after --add")
-        print(f"--add applied in {took:.1f} s")
+        with capsys.disabled():
+            print(f"\n--add applied in {took:.1f} s")
 
         code, out, _ = cli(env.path, "topics", *flow_args, "--add-blacklist", late)
         assert code == 0
