@@ -25,7 +25,7 @@ from srm.kafka.topics import broker_count, existing_topics
 log = logging.getLogger(__name__)
 CONTROL_TOPIC = "srm-control.internal"
 Kind = Literal["topics", "groups"]
-RECHECK_S = 5.0  # how often a reader looks for the control topic while it does not exist
+RECHECK_S = 2.0  # how often a reader looks for the control topic while it does not exist
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,15 @@ class ControlReader:
     cluster: Cluster
     latest: dict[bytes, Lists] = field(default_factory=dict)
     _consumer: Any = None
+    _admin: Any = None
     _next_check: float = 0.0
     _first: bool = True
 
-    def poll(self) -> bool:
-        """Read what was written since the last call; True if any list changed."""
+    def poll(self, *, recheck: bool = False) -> bool:
+        """Read what was written since the last call; True if any list changed. ``recheck``: look
+        for the control topic now, even within RECHECK_S of the last look."""
+        if recheck:
+            self._next_check = 0.0
         if self._consumer is None and not self._attach():
             return False
         changed = False
@@ -115,8 +119,11 @@ class ControlReader:
         if now < self._next_check:
             return False
         self._next_check = now + RECHECK_S
-        if not existing_topics(clients.admin_client(self.cluster), [CONTROL_TOPIC]):
+        if self._admin is None:  # one client for all looks: a flow whose lists nobody edits looks as long as it runs
+            self._admin = clients.admin_client(self.cluster)
+        if not existing_topics(self._admin, [CONTROL_TOPIC]):
             return False
+        self._admin = None
         self._consumer = clients.consumer(self.cluster, "__srm.control-reader", **{"enable.partition.eof": True})
         return True
 

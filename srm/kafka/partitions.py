@@ -186,7 +186,8 @@ def read_to_end(
     """Every record of one partition, or of several read at once, from its start (or offset
     ``start``) up to its current end (``enable.partition.eof`` set on ``consumer``): how the
     compacted internal topics are read. Records of one partition come in order. ``keep_assigned``
-    leaves the consumer positioned at the end, to read what comes later. Gives up when nothing
+    leaves the consumer positioned at the end, to read what comes later (records fetched just
+    after the end, in the batch that brought it, are read here). Gives up when nothing
     comes for ``timeout_s``.
 
     A read_committed consumer's end is the last stable offset: a transaction still open holds it
@@ -226,12 +227,12 @@ def read_to_end(
                     yield message
                 elif error.name() == "_PARTITION_EOF" and message.offset() >= ends.get(message.partition(), 0):
                     pending.discard(message.partition())
-                    if not pending:
-                        return
                 elif error.name() == "_PARTITION_EOF":
                     held.since = time.monotonic()
                 else:
                     _check_read(error, where)
+            if not pending:  # the batch read whole: a consumer kept assigned is past its records
+                return
     finally:
         if not keep_assigned:
             consumer.unassign()

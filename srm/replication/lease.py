@@ -12,6 +12,7 @@ at most ``task.lease.seconds`` after records are copied again (:mod:`.activity`)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ from srm.replication.selector import TopicSelector
 
 log = logging.getLogger("srm.replicate")
 WATCH_EVERY_S = 1.0  # how often the driver looks for changes while a lease runs
+SLOW_WATCH_S = 3.0  # a look for changes (or the end of a lease) this long is logged, with its steps
 # The first lease of a run is at most this long: its metrics rows are written seconds after the
 # start instead of task.lease.seconds later, and the first turnover of a lease, which costs the
 # driver's JVM several times what a later one does (the code paths of a task's end compiled for
@@ -48,6 +50,16 @@ UNREACHABLE_RETRY_S = 5.0  # between attempts to start a lease while a cluster d
 OVERRUN_S = 30.0
 OVERRUN_PROBE_EVERY_S = 60.0
 PROBE_TIMEOUT_S = 10.0
+
+
+def slow_watch(what: str, doing: str, seconds: dict[str, float]) -> str | None:
+    """The line saying that a step of watching a lease (its steps' ``seconds``) took long enough
+    to delay a change of plan, or None."""
+    took = sum(seconds.values())
+    if took < SLOW_WATCH_S:
+        return None
+    steps = ", ".join(f"{step} {s:.1f} s" for step, s in seconds.items())
+    return f"{what}: {doing} took {took:.1f} s ({steps}): a change of plan applies that much later"
 
 
 class PlanWatcher:
@@ -69,7 +81,10 @@ class PlanWatcher:
         self._listed: tuple[dict[str, int], TopicSelector, dict[str, int]] = ({}, self.selector, {})
 
     def expect(self, flow: Flow, partitions: set[tuple[str, int]]) -> None:
+        """The running lease's plan; the lists read up to now, as the planner read them for it."""
         self.flow = flow
+        with contextlib.suppress(ClusterUnreachableError):  # then change() reads them once it answers
+            self.control.poll(recheck=True)
         self.selector = self._selector()
         self.expected = dict(Counter(t for t, _ in partitions))
         self.mtime = self._mtime()
@@ -221,25 +236,35 @@ class LeaseRunner(BatchRunner):
             if time.monotonic() > overrun:
                 overrun = time.monotonic() + OVERRUN_PROBE_EVERY_S
                 self._probe()
+            began = time.monotonic()
             self.owner.check()  # another run took the flow over: its tasks fail the job too
             if ended:
                 continue
             if copying_by is None and activity.seen():
                 copying_by = time.monotonic() + self.flow.settings.task_lease_seconds
+            checked = time.monotonic()
             reason = "stop requested" if self.stopping.is_set() else self._change()
+            self._slow(batch_id, "looking for a change", ownership=checked - began, plan=time.monotonic() - checked)
             if reason is None and copying_by is not None and time.monotonic() >= copying_by:
                 reason = "records copied again"
             if reason is None:
                 continue
             log.info("flow %s: lease %d ends early: %s", self.flow.name, batch_id, reason)
+            began = time.monotonic()
             if self.stopping.is_set():
                 self.owner.stop()
             else:
                 self.owner.end_lease(batch_id)
                 self.plan_ahead()
                 self._preparing = self._prepare.submit(self._prepare_topics)
+            self._slow(batch_id, "ending the lease", record=time.monotonic() - began)
             ended = True
         return ended
+
+    def _slow(self, batch_id: int, doing: str, **seconds: float) -> None:
+        line = slow_watch(f"flow {self.flow.name}: lease {batch_id}", doing, seconds)
+        if line is not None:
+            log.warning("%s", line)
 
     def _prepared(self) -> None:
         """Until the remote topics being made while the last lease ended are made (or failed)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,10 +19,14 @@ from srm.config import SrmConfig, load_config
 from srm.devenv.jvm import kafka_command
 from srm.devenv.local import LocalClusters
 from srm.kafka import clients
-from srm.kafka.topics import ensure_topic
+from srm.kafka.control_lists import ControlReader, Lists, write_lists
+from srm.kafka.partitions import read_to_end
+from srm.kafka.topics import ensure_topic, partition_counts
 from srm.offsets.checkpoint_store import read_checkpoints
 from srm.offsets.checkpointing import CheckpointPass
 from srm.replication.launch import start_replication
+from srm.replication.lease import PlanWatcher
+from srm.replication.selector import TopicSelector
 from tests.checkpointing import active_member, commit, committed_on, read_from
 from tests.conftest import Run, free_ports
 from tests.helpers import produce
@@ -74,6 +79,72 @@ def test_topic_lists_change_a_running_flow_within_seconds(
         assert out == f"Current whitelist:\n{warm}\n{late}\nCurrent blacklist:\n{late}\nDone.\n"  # SRM's format
     finally:
         run.stop()
+
+
+def test_a_lease_starts_watching_with_the_lists_its_plan_was_made_with(kafka: SrmConfig, tmp_path: Path) -> None:
+    """The planner reads srm-control's lists at every trigger; the driver's watcher looks for their
+    topic at most every RECHECK_S while it does not exist. A lease planned with a list edited since
+    the watcher's last look (the flow's first edit) starts with the watcher reading it too: neither
+    ended at once for partitions the watcher does not know, nor blind to the next edit."""
+    prefix = f"ctl-{uuid.uuid4().hex[:8]}"
+    listed, added = f"{prefix}-listed", f"{prefix}-added"
+    env = make_env(kafka, tmp_path, [{"source": "west", "target": "east", "topics": [], "topics.exclude": []}])
+    flow = env.flow()
+    source_admin = clients.admin_client(env.west)
+    ensure_topic(source_admin, listed, 2)
+    ensure_topic(source_admin, added, 1)
+    watcher = PlanWatcher(flow, env.config, source_admin)
+    watcher.control.close()
+    watcher.control = ControlReader(env.east, _next_check=time.monotonic() + 3600)  # it looked just now
+    try:
+        write_lists(env.east, flow, "topics", Lists((listed,), ()))
+        selector = TopicSelector(flow, (listed,))  # what the planner makes of the lists
+        counts = partition_counts(source_admin)
+        planned = {(t, p) for t, n in counts.items() if selector.replicates(t) for p in range(n)}
+        assert (listed, 1) in planned
+        watcher.expect(flow, planned)
+        assert watcher.change() is None
+
+        write_lists(env.east, flow, "topics", Lists((listed, added), ()))
+        changes: list[str | None] = []
+        wait_for(lambda: changes.append(watcher.change()) or changes[-1] is not None, 5, "the edit seen")
+        assert changes[-1] == f"1 new and 0 removed partition(s): {added}[0]"
+    finally:
+        watcher.close()
+
+
+def test_a_reader_kept_at_the_end_reads_each_record_written_as_it_gets_there(kafka: SrmConfig) -> None:
+    """How a running flow's driver reads srm-control's lists: to the end, then on from there. A
+    record fetched right after the end, in the batch that brought it, is read too: skipped, the
+    edit it holds would never reach the running flow (nor end its lease)."""
+    east = kafka.clusters[1]
+    topic = f"ctl-reader-{uuid.uuid4().hex[:8]}"
+    ensure_topic(clients.admin_client(east), topic, 1)
+    producer = clients.producer(east)
+    writing = threading.Event()
+
+    def write() -> None:  # a record every 30 ms: the reader keeps reaching the end between two
+        while writing.is_set():
+            producer.produce(topic, value=b"lists", partition=0)
+            producer.flush(10)
+            time.sleep(0.03)
+
+    for _ in range(3):
+        reader = clients.reader(east, "__srm.test-reader")
+        writing.set()
+        writer = threading.Thread(target=write)
+        writer.start()
+        try:
+            read = [m.offset() for m in read_to_end(reader, topic, 0, keep_assigned=True)]
+            until = time.monotonic() + 1.0
+            while time.monotonic() < until:
+                read += [m.offset() for m in reader.consume(1000, 0.01) if m.error() is None]
+        finally:
+            writing.clear()
+            writer.join()
+        read += [m.offset() for m in reader.consume(1000, 1.0) if m.error() is None]
+        reader.close()
+        assert read == list(range(read[-1] + 1))  # every record once, in order, none skipped
 
 
 def test_yaml_entries_are_marked_and_cannot_be_removed_with_the_cli(

@@ -132,6 +132,38 @@ def test_reading_an_internal_topic_without_its_acl_fails_at_once_naming_it() -> 
         list(read_to_end(Consumer(), "srm-owners.internal"))
 
 
+def test_a_record_fetched_with_the_end_in_one_batch_is_read_not_skipped() -> None:
+    """The end reached, then a record written: librdkafka may hand both in one batch. A reader kept
+    assigned (srm-control's lists, the monitor's statuses) is past that record afterwards, so the
+    read gives it too (the lists edit it held would otherwise never apply)."""
+    from srm.kafka.partitions import read_to_end
+
+    class Message:
+        def __init__(self, offset: int, error: KafkaError | None = None) -> None:
+            self._offset, self._error = offset, error
+
+        def error(self) -> KafkaError | None:
+            return self._error
+
+        def offset(self) -> int:
+            return self._offset
+
+        def partition(self) -> int:
+            return 0
+
+    class Consumer:
+        def __init__(self) -> None:
+            self.batches = [[Message(0), Message(1, KafkaError(KafkaError._PARTITION_EOF)), Message(1)], [Message(2)]]
+
+        def list_topics(self, topic: str, timeout: float) -> None: ...
+        def assign(self, partitions: object) -> None: ...
+        def consume(self, count: int, timeout: float) -> list[Message]:
+            return self.batches.pop(0)
+
+    read = [m.offset() for m in read_to_end(Consumer(), "srm-control.internal", keep_assigned=True)]
+    assert read == [0, 1]  # offset 2 came after the batch that held the end: read by the next poll
+
+
 def test_a_reader_refused_without_a_break_for_refused_s_fails_naming_its_cluster(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
