@@ -238,11 +238,11 @@ class LeaseRunner(BatchRunner):
                 self._probe()
             began = time.monotonic()
             self.owner.check()  # another run took the flow over: its tasks fail the job too
+            checked = time.monotonic()
             if ended:
                 continue
             if copying_by is None and activity.seen():
                 copying_by = time.monotonic() + self.flow.settings.task_lease_seconds
-            checked = time.monotonic()
             reason = "stop requested" if self.stopping.is_set() else self._change()
             self._slow(batch_id, "looking for a change", ownership=checked - began, plan=time.monotonic() - checked)
             if reason is None and copying_by is not None and time.monotonic() >= copying_by:
