@@ -14,7 +14,11 @@ always runs first or last. Prints JSON: each run's p50/p95/p99/max and the recor
 those sent (the textbook copiers' also the transactions they committed), per tool the median of
 the rounds, per round ours' p99 over that of the tool of the same guarantee (``p99_ratios``), and
 where the tools' logs are kept; each round also records how long the local brokers had been up when
-it started (a cold round: brokers fresh from ``make demo``). ``--rates`` measures each rate in turn,
+it started (a cold round: brokers fresh from ``make demo``), and each run when it started. Whichever
+tool runs first on brokers just started meets them compiling their hot code (1.5-1.7 of this
+machine's two cores for their first 10-20 s) and the next tool meets them warm: ``--cold``
+restarts the local brokers before each tool's run of the first round, so that every tool's first
+run meets brokers as cold as the first run after ``make demo`` does. ``--rates`` measures each rate in turn,
 ``--out`` writes ``eos_floor.json`` there and renders that folder's ``REPORT.md`` again (its section
 "Exactly once against Kafka's transactions alone"). The textbook copiers' figures are what a copier
 built on Kafka transactions gets here, in either version of the protocol; MirrorMaker 2 waits for
@@ -79,8 +83,15 @@ def committed(workdir: Path) -> int | None:
 
 
 def measure(
-    config_path: Path, load: latency.Load, rounds: int, workdir: Path, only: list[str] | None = None
+    config_path: Path,
+    load: latency.Load,
+    rounds: int,
+    workdir: Path,
+    only: list[str] | None = None,
+    *,
+    cold: bool = False,
 ) -> dict[str, Any]:
+    """``rounds`` runs of each tool; ``cold``: the local brokers restarted before each run of the first round."""
     source, target = latency.clusters(config_path)
     starts = [(n, s) for n, s in tools(config_path, workdir, load.partitions).items() if not only or n in only]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in starts}
@@ -88,8 +99,15 @@ def measure(
     for round_ in range(rounds):
         uptimes.append(brokers_up_s(config_path))
         for name, start in starts[round_ % len(starts) :] + starts[: round_ % len(starts)]:
+            if cold and round_ == 0:
+                restart_brokers(config_path)
+            youngest = max(brokers_started(config_path).values(), default=None)
+            began = time.time()
             figures = latency.run_with(start, source, target, load)
             kept = {k: round(figures[k], 1) for k in FIGURES} | {k: figures[k] for k in COUNTS}
+            # when the youngest local broker started, and how long it had been up as the run began
+            kept["brokers_started"] = youngest
+            kept["brokers_up_s"] = None if youngest is None else round(began - youngest, 1)
             if name in (TEXTBOOK, TEXTBOOK_JAVA):
                 kept["transactions"] = committed(workdir)
             runs[name].append(kept)
@@ -99,19 +117,36 @@ def measure(
         "runs": runs,
         "p99_ratios": ratios(runs),
         "brokers_up_s": uptimes,
+        "cold_rounds": [1] if cold and rounds else [],
         "logs": str(workdir),
     }
 
 
 def brokers_up_s(config_path: Path) -> dict[str, float]:
     """Per local cluster, how long its broker has been up (seconds), or nothing when it is not ours."""
+    now = time.time()
+    return {alias: round(now - started, 1) for alias, started in brokers_started(config_path).items()}
+
+
+def brokers_started(config_path: Path) -> dict[str, float]:
+    """Per local cluster, when its broker's process started (Unix time), or nothing when it is not ours."""
     config = load_config(config_path)
-    up = {}
+    started = {}
     for member in LocalClusters(config.local_clusters(), local_dir()).members:
         pid = member.pid()
         if pid is not None:
-            up[member.alias] = round(time.time() - psutil.Process(pid).create_time(), 1)
-    return up
+            started[member.alias] = psutil.Process(pid).create_time()
+    return started
+
+
+def restart_brokers(config_path: Path) -> None:
+    """Stop and start the configuration's local brokers (their data kept); refused when it has none."""
+    config = load_config(config_path)
+    clusters = LocalClusters(config.local_clusters(), local_dir())
+    if len(clusters.members) < len(config.clusters):
+        raise SystemExit(f"--cold restarts local brokers: {config_path} names clusters that are not local")
+    clusters.down()
+    clusters.up()
 
 
 def ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list[float]]:
@@ -128,6 +163,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="runs of each tool (default %(default)s)")
     parser.add_argument("--tools", help="comma-separated, of: " + ", ".join(TOOL_NAMES) + " (default: all)")
     parser.add_argument("--rates", type=latency.numbers, help="comma-separated rates, measured in turn (for --rate)")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="restart the local brokers before each tool's run of the first round (of the first rate)",
+    )
     parser.add_argument("--out", type=Path, help="folder for eos_floor.json; its REPORT.md is rendered again")
     args = parser.parse_args()
     only = args.tools.split(",") if args.tools else None
@@ -143,8 +183,9 @@ def main() -> None:
             args.rounds,
             workdir,
             only,
+            cold=args.cold and index == 0,
         )
-        for rate in (args.rates or [args.rate])
+        for index, rate in enumerate(args.rates or [args.rate])
     ]
     result: dict[str, Any] = figures[0] if not args.rates else {"rates": figures}
     if args.out:

@@ -33,7 +33,7 @@ def load_topics() -> set[str]:
 @pytest.mark.timeout(900)
 def test_the_floor_benchmark_copies_every_record_once_with_each_tool(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "bench.eos_floor", "--rounds", "1", "--rate", "500"]
-    command += ["--seconds", "4", "--warmup-seconds", "1", "--partitions", "3", "--out", str(tmp_path)]
+    command += ["--seconds", "4", "--warmup-seconds", "1", "--partitions", "3", "--out", str(tmp_path), "--cold"]
     left: set[str] = set()
 
     @contextmanager
@@ -64,9 +64,13 @@ def test_the_floor_benchmark_copies_every_record_once_with_each_tool(tmp_path: P
     for textbook in ("textbook_exactly_once", "textbook_exactly_once_java"):
         (run,) = figures["runs"][textbook]
         assert 10 < run["transactions"] <= 2_500 + 3, textbook
-    # the round began with both local brokers up; --out kept the figures for the report's section
+    # the round began with both local brokers up; --cold restarted them before each tool's run
     (up,) = figures["brokers_up_s"]
     assert set(up) == {"us-west", "us-east"} and all(seconds > 0 for seconds in up.values())
+    assert figures["cold_rounds"] == [1]
+    started = [runs[0]["brokers_started"] for runs in figures["runs"].values()]
+    assert len(set(started)) == len(started), f"the brokers were not restarted before each run: {started}"
+    # --out kept the figures for the report's section
     (kept,) = json.loads((tmp_path / "eos_floor.json").read_text())["rates"]
     assert kept["runs"] == figures["runs"]
-    assert "| 1 | " in floor(tmp_path)
+    assert "restarted before each tool |" in floor(tmp_path)

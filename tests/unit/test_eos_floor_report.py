@@ -60,3 +60,15 @@ def test_each_round_is_judged_against_the_tool_of_the_same_guarantee(tmp_path: P
 
 def test_no_section_without_a_run(tmp_path: Path) -> None:
     assert floor(tmp_path) == ""
+
+
+def test_a_round_run_cold_shows_the_brokers_age_as_each_tool_began(tmp_path: Path) -> None:
+    cold = measured(5000, ours=[14.0, 13.0], textbook=[12.0, 12.0], alo=[8.0, 9.0], mm2=[14.0, 14.0])
+    for index, tool_runs in enumerate(cold["runs"].values()):  # restarted 6-24 s before each run
+        tool_runs[0] |= {"brokers_up_s": 6.0 + 6 * index, "brokers_started": 1000.0 + 200 * index}
+    cold["cold_rounds"] = [1]
+    result = {"command": "c", "finished": "f", "minutes": 1.0, "rates": [cold]}
+    (tmp_path / eos_floor.FILE).write_text(json.dumps(result))
+    text = floor(tmp_path)
+    assert "| 1 | 0.1-0.4, restarted before each tool | 8 / 14.0 | 7 / 12.0 |" in text
+    assert "| 2 | 13.3 | 8 / 13.0 |" in text  # a warm round: the youngest broker's age as it began
