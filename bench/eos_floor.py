@@ -16,7 +16,7 @@ the rounds, per round ours' p99 over that of the tool of the same guarantee (``p
 where the tools' logs are kept; each round also records how long the local brokers had been up when
 it started (a cold round: brokers fresh from ``make demo``), and each run when it started. Whichever
 tool runs first on brokers just started meets them compiling their hot code (1.5-1.7 of this
-machine's two cores for their first 10-20 s) and the next tool meets them warm: ``--cold``
+machine's two cores for their first 7-20 s) and the next tool meets them warm: ``--cold``
 restarts the local brokers before each tool's run of the first round, so that every tool's first
 run meets brokers as cold as the first run after ``make demo`` does. ``--rates`` measures each rate in turn,
 ``--out`` writes ``eos_floor.json`` there and renders that folder's ``REPORT.md`` again (its section

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import eos_floor
 from bench.report.floor import floor
 
@@ -72,3 +74,13 @@ def test_a_round_run_cold_shows_the_brokers_age_as_each_tool_began(tmp_path: Pat
     text = floor(tmp_path)
     assert "| 1 | 0.1-0.4, restarted before each tool | 8 / 14.0 | 7 / 12.0 |" in text
     assert "| 2 | 13.3 | 8 / 13.0 |" in text  # a warm round: the youngest broker's age as it began
+
+
+def test_cold_is_refused_on_clusters_it_cannot_restart(tmp_path: Path) -> None:
+    config = tmp_path / "srm.yaml"
+    config.write_text(
+        "clusters:\n  west: {bootstrap.servers: '127.0.0.1:1'}\n  east: {bootstrap.servers: '127.0.0.1:2'}\n"
+        "flows:\n  - {source: west, target: east, topics: ['.*']}\n"
+    )
+    with pytest.raises(SystemExit, match=f"--cold restarts local brokers: {config} names clusters that are not local"):
+        eos_floor.restart_brokers(config)
