@@ -4,9 +4,13 @@ into partitions."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 
+from confluent_kafka import KafkaException
+
 from srm.config.model import Cluster
+from srm.errors import SrmError
 from srm.kafka import clients
 from srm.kafka.partitions import await_served
 from srm.kafka.topics import partition_counts
@@ -59,14 +63,16 @@ def fill_partitions(
         raise RuntimeError(f"records to {topics} topics not acknowledged within {FILL_TIMEOUT_S:.0f} s")
 
 
-def drop_run_topics(source: Cluster, target: Cluster, topic: str, token: str) -> None:
-    """Delete a run's topic on ``source`` and every topic whose name holds ``token`` (the run's
-    cluster aliases: its remote topic, heartbeats and the replicator's internal topics) on both
+def drop_run_topics(source: Cluster, target: Cluster, topic: str | None, token: str) -> None:
+    """Delete a run's topic on ``source`` (if named) and every topic whose name holds ``token`` (the
+    run's cluster aliases: its remote topic, heartbeats and the replicator's internal topics) on both
     clusters: records x size on each cluster per run, and hundreds of small topics a full run."""
     from bench.latency import delete_topics  # it imports bench.available_now, which imports this
 
-    for cluster, own in ((source, [topic]), (target, [])):
-        names = [
-            name for name in partition_counts(clients.admin_client(cluster), include_internal=True) if token in name
-        ]
-        delete_topics(cluster, [*own, *names])
+    for cluster, own in ((source, [topic] if topic else []), (target, [])):
+        try:
+            listed = partition_counts(clients.admin_client(cluster), include_internal=True)
+        except (SrmError, KafkaException) as exc:  # the run's figures stand; its other topics stay
+            print(f"bench: the topics of {cluster.alias} not listed, those of run {token} left: {exc}", file=sys.stderr)
+            listed = {}
+        delete_topics(cluster, [*own, *(name for name in listed if token in name)])

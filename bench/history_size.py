@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import latency, replicators
+from bench.common import drop_run_topics
 from srm.config.model import Cluster
 from srm.config.settings import FlowSettings
 from srm.errors import RecordFormatError
@@ -70,10 +71,14 @@ def measure(
     def start(topic: str) -> tuple[Any, str]:
         return replicators.ours(config_path, workdir, topic, settings=settings)
 
-    figures = latency.run_with(start, source, target, load)
+    figures = latency.run_with(start, source, target, load, keep_internal=True)
     history = f"srm-offset-syncs.{figures['alias']}.internal"
-    found = history_figures(target, history)
-    latency.delete_topics(target, [history, f"srm-offsets.{figures['alias']}.internal"])
+    token = replicators.run_token(figures["alias"])
+    try:
+        found = history_figures(target, history)
+    finally:
+        if token is not None:  # ours' alias: always
+            drop_run_topics(source, target, None, token)
     hours = (load.seconds + load.warmup_seconds) / 3600
     per = partitions * hours
     return {

@@ -39,7 +39,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from bench import replicators
-from bench.common import percentile
+from bench.common import drop_run_topics, percentile
 from srm.config import load_config
 from srm.config.model import Cluster
 from srm.config.settings import FlowSettings
@@ -144,9 +144,13 @@ def run_with(
     target: Cluster,
     load: Load,
     during: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    *,
+    keep_internal: bool = False,
 ) -> dict[str, Any]:
     """Start a replicator for a fresh topic, warm it up with a record per partition, then measure
-    a steady load (``during()``: a context that holds while the load is produced, e.g. bench.broker_load's)."""
+    a steady load (``during()``: a context that holds while the load is produced, e.g. bench.broker_load's).
+    The run's topics are deleted after it; ``keep_internal``: not the replicator's internal ones,
+    which the caller reads and deletes (bench.common.drop_run_topics)."""
     topic = f"bench-lat-{uuid.uuid4().hex[:8]}"
     ensure_topic(clients.admin_client(source), topic, load.partitions)
     process, alias = start(topic)
@@ -194,7 +198,7 @@ def run_with(
             reader.close()
     finally:
         replicators.stop(process)
-        drop_topics(source, target, topic, f"{alias}.{topic}")
+        drop_topics(source, target, topic, alias, internal=not keep_internal)
     measured_from = results["measured_from_ms"]
     latencies = [latency for created, latency in arrivals if created >= measured_from]
     return percentiles(latencies) | {"sent": results.get("sent", 0), "alias": alias}
@@ -216,12 +220,19 @@ def clusters(config_path: Path) -> tuple[Cluster, Cluster]:
     return config.cluster(flow.source), config.cluster(flow.target)
 
 
-def drop_topics(source: Cluster, target: Cluster, topic: str, remote: str) -> None:
+def drop_topics(source: Cluster, target: Cluster, topic: str, alias: str, *, internal: bool = True) -> None:
     """Delete a run's load topic and its copy: ~185 MB on each cluster per run at 50,000 records/s
     for 30 s, which filled this machine's disk after a few hundred runs of the benchmarks and the
-    experiments around them (the brokers stopped on a full disk)."""
+    experiments around them (the brokers stopped on a full disk); ``internal``: and the topics the
+    replicator made for the run (history, progress, status, heartbeats; MM2's configs, offsets,
+    status, offset syncs, checkpoints), 8 a run, 209 MB on the target after 44 runs of ours at
+    50,000 records/s (bench.common.drop_run_topics)."""
+    token = replicators.run_token(alias)
+    if internal and token is not None:
+        drop_run_topics(source, target, topic, token)
+        return
     delete_topics(source, [topic])
-    delete_topics(target, [remote])
+    delete_topics(target, [f"{alias}.{topic}"])
 
 
 def delete_topics(cluster: Cluster, names: list[str]) -> None:

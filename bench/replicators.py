@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -51,6 +52,18 @@ def ours(
         driver.ignoring(command), env=submit_environment(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
     )
     return process, source
+
+
+RUN_ALIAS = re.compile(r"(?:bs|m|x|j)([0-9a-f]{6})")
+
+
+def run_token(alias: str) -> str | None:
+    """The random part of the alias a replicator's start returned, which every topic of its run
+    holds (bench.common.drop_run_topics): ours ``bs<token>`` (its flow's target ``bt<token>``),
+    MirrorMaker 2 ``m<token>`` (``tm<token>``), Kafka's textbook copiers ``x<token>`` and ``j<token>``.
+    None for an alias not made here: topics are never deleted by a part of a name someone chose."""
+    match = RUN_ALIAS.fullmatch(alias)
+    return match[1] if match else None
 
 
 def mirrormaker2(

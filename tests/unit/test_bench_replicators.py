@@ -1,10 +1,11 @@
-"""The JVM tools of the benchmarks (MirrorMaker 2, the Java textbook copier) get bootstrap servers only."""
+"""The JVM tools of the benchmarks (MirrorMaker 2, the Java textbook copier) get bootstrap servers only;
+every tool's run is known by the random part of its alias, which its topics hold."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.replicators import plaintext_servers
+from bench.replicators import plaintext_servers, run_token
 from srm.config.model import Cluster
 
 
@@ -21,3 +22,26 @@ def test_a_secured_cluster_or_one_without_servers_is_refused_by_name() -> None:
         SystemExit, match=r"clusters.west \(Airflow connection 'kafka_west', security.protocol PLAINTEXT\)"
     ):
         plaintext_servers(by_connection, "MM2")
+
+
+@pytest.mark.parametrize(
+    ("alias", "topics"),
+    [
+        # ours: the flow's source and target aliases, on both clusters
+        ("bsb1c2d3", ["bsb1c2d3.bench-lat-1", "srm-status.bsb1c2d3.internal", "mm2-offset-syncs.btb1c2d3.internal"]),
+        # MirrorMaker 2: its source alias m<token> and target alias tm<token>
+        ("m0e8659", ["m0e8659.heartbeats", "mm2-configs.m0e8659.internal", "mm2-offset-syncs.tm0e8659.internal"]),
+        ("x1bac14", ["x1bac14.bench-lat-1"]),  # the textbook copiers
+        ("j1bac14", ["j1bac14.bench-lat-1"]),
+    ],
+)
+def test_each_topic_of_a_run_holds_its_token_and_no_other_runs_does(alias: str, topics: list[str]) -> None:
+    token = run_token(alias)
+    assert token is not None and len(token) == 6 and all(token in topic for topic in topics)
+    assert token not in "srm-offset-syncs.bs0f00aa.internal heartbeats srm-owners.internal"
+
+
+@pytest.mark.parametrize("alias", ["us-west", "bs", "m12", "xyz12345", "bsb1c2d3e", "b1c2d3"])
+def test_an_alias_not_made_by_a_benchmark_gives_no_token(alias: str) -> None:
+    """Topics are deleted by a run's token only: a short or foreign one would match others' topics."""
+    assert run_token(alias) is None
