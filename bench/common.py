@@ -4,8 +4,9 @@ into partitions."""
 from __future__ import annotations
 
 import math
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from confluent_kafka import KafkaException
 
@@ -63,10 +64,18 @@ def fill_partitions(
         raise RuntimeError(f"records to {topics} topics not acknowledged within {FILL_TIMEOUT_S:.0f} s")
 
 
+def run_topics(names: Iterable[str], token: str) -> list[str]:
+    """The topics among ``names`` of the run of ``token``: one of the name's dot-separated parts is
+    one of the run's cluster aliases (letters, then the token: ``bs<token>``, ``tm<token>``) or the
+    token itself. A name holding the token elsewhere (``orders-<token>``) is someone else's."""
+    alias = re.compile(rf"[a-z]*{re.escape(token)}")
+    return [name for name in names if any(alias.fullmatch(part) for part in name.split("."))]
+
+
 def drop_run_topics(source: Cluster, target: Cluster, topic: str | None, token: str) -> None:
-    """Delete a run's topic on ``source`` (if named) and every topic whose name holds ``token`` (the
-    run's cluster aliases: its remote topic, heartbeats and the replicator's internal topics) on both
-    clusters: records x size on each cluster per run, and hundreds of small topics a full run."""
+    """Delete a run's topic on ``source`` (if named) and every topic of the run (:func:`run_topics`:
+    its remote topic, heartbeats and the replicator's internal topics) on both clusters: records x
+    size on each cluster per run, and hundreds of small topics a full run."""
     from bench.latency import delete_topics  # it imports bench.available_now, which imports this
 
     for cluster, own in ((source, [topic] if topic else []), (target, [])):
@@ -75,4 +84,4 @@ def drop_run_topics(source: Cluster, target: Cluster, topic: str | None, token: 
         except (SrmError, KafkaException) as exc:  # the run's figures stand; its other topics stay
             print(f"bench: the topics of {cluster.alias} not listed, those of run {token} left: {exc}", file=sys.stderr)
             listed = {}
-        delete_topics(cluster, [*own, *(name for name in listed if token in name)])
+        delete_topics(cluster, [*own, *run_topics(listed, token)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.common import run_topics
 from bench.replicators import plaintext_servers, run_token
 from srm.config.model import Cluster
 
@@ -35,10 +36,17 @@ def test_a_secured_cluster_or_one_without_servers_is_refused_by_name() -> None:
         ("j1bac14", ["j1bac14.bench-lat-1"]),
     ],
 )
-def test_each_topic_of_a_run_holds_its_token_and_no_other_runs_does(alias: str, topics: list[str]) -> None:
+def test_every_topic_of_a_run_and_no_other_is_the_runs(alias: str, topics: list[str]) -> None:
     token = run_token(alias)
-    assert token is not None and len(token) == 6 and all(token in topic for topic in topics)
-    assert token not in "srm-offset-syncs.bs0f00aa.internal heartbeats srm-owners.internal"
+    assert token is not None and len(token) == 6
+    others = [
+        "srm-offset-syncs.bs0f00aa.internal",  # another run's
+        f"orders-{token}",  # a user's topic holding the same hex, not as an alias
+        f"{token}x.events",
+        "heartbeats",
+        "srm-owners.internal",
+    ]
+    assert run_topics([*others, *topics], token) == topics
 
 
 @pytest.mark.parametrize("alias", ["us-west", "bs", "m12", "xyz12345", "bsb1c2d3e", "b1c2d3"])
