@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from srm.config.model import Cluster, Flow
-from srm.errors import RecordFormatError, SrmError
+from srm.errors import ClusterUnreachableError, RecordFormatError, SrmError
 from srm.kafka import clients
 from srm.kafka.internal_topics import InternalTopic, ensure_internal_topic
 from srm.kafka.partitions import read_to_end
@@ -121,7 +121,15 @@ class ControlReader:
         self._next_check = now + RECHECK_S
         if self._admin is None:  # one client for all looks: a flow whose lists nobody edits looks as long as it runs
             self._admin = clients.admin_client(self.cluster)
-        if not existing_topics(self._admin, [CONTROL_TOPIC]):
+        try:
+            exists = existing_topics(self._admin, [CONTROL_TOPIC])
+        except ClusterUnreachableError:
+            # The next look builds a new client. After the target was frozen (SIGSTOP) under a
+            # running flow, a reader's long-lived client at times still got no answer once the
+            # cluster answered other clients again, and the flow planned nothing for minutes.
+            self._admin = None
+            raise
+        if not exists:
             return False
         self._admin = None
         self._consumer = clients.consumer(self.cluster, "__srm.control-reader", **{"enable.partition.eof": True})

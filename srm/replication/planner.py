@@ -57,6 +57,7 @@ class Planner:
         self.settings_watch = clients.SettingsWatch(self.config.cluster(source), self.config.cluster(target))
         self.source_admin = clients.settled(clients.admin_client(self.config.cluster(source)))
         self.target_admin = clients.settled(clients.admin_client(self.config.cluster(target)))
+        self._unanswered: set[str] = set()  # aliases whose client got no answer at the last plan
         self._ahead = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="srm-plan-ahead")
         self._early: futures.Future[tuple[plan.Positions, dict[str, str]]] | None = None
 
@@ -139,13 +140,17 @@ class Planner:
         return ends, {t: i for t, i in ids.items() if t in planned}
 
     def _refresh_clients(self) -> None:
-        """Clients of a cluster whose client settings resolve differently now are built again."""
+        """Clients of a cluster whose client settings resolve differently now, or that got no
+        answer at the last plan, are built again."""
         source, target = self.config.cluster(self.source_alias), self.config.cluster(self.target_alias)
+        unanswered, self._unanswered = self._unanswered, set()
         changed = self.settings_watch.changed(source, target)
+        if source.alias in unanswered or source.alias in changed:
+            self.source_admin = clients.settled(clients.admin_client(source))
+        if target.alias in unanswered or target.alias in changed:
+            self.target_admin = clients.settled(clients.admin_client(target))
         if not changed:
             return
-        self.source_admin = clients.settled(clients.admin_client(source))
-        self.target_admin = clients.settled(clients.admin_client(target))
         if self.control is not None and target.alias in changed:
             control = ControlReader(target)
             control.poll()  # may fail (the target away): the current reader stays, tried again next time
@@ -182,6 +187,7 @@ class Planner:
                 raise
             self.unanswered = str(exc)  # the run loop says so (srm.replication.flow_state) and bounds the wait
             self.unanswered_cluster = exc.cluster or self.source_alias
+            self._unanswered.add(self.unanswered_cluster)  # asked with a new client next time
             return start
         end, new = self._after(start, ends, ids)
         if self.mode != "continuous" and plan.same(start, end) and not new:
