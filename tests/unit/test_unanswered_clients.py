@@ -57,14 +57,21 @@ def test_a_control_reader_whose_look_got_no_answer_looks_next_time_with_a_new_cl
     assert asked == [("east", 0), ("east", 1)]
 
 
-def test_a_planner_builds_again_only_the_client_of_the_cluster_that_did_not_answer(built: Built) -> None:
+def planner(changed: list[str]) -> Planner:
+    """A west->east planner with its first clients, whose settings watch reports ``changed``."""
     made = Planner.__new__(Planner)
     made.source_alias, made.target_alias, made.mode = "west", "east", "continuous"
     made.config = SimpleNamespace(cluster=lambda alias: SimpleNamespace(alias=alias))  # type: ignore[assignment]
-    made.settings_watch = SimpleNamespace(changed=lambda *clusters: [])  # type: ignore[assignment]
+    made.settings_watch = SimpleNamespace(changed=lambda *clusters: changed, accept=lambda: None)  # type: ignore[assignment]
     made.source_admin, made.target_admin = "west client", "east client"
+    made.control = None
     made._unanswered = set()
     made._early = None
+    return made
+
+
+def test_a_planner_builds_again_only_the_client_of_the_cluster_that_did_not_answer(built: Built) -> None:
+    made = planner([])
 
     def snapshot() -> Any:
         made._refresh_clients()
@@ -79,3 +86,9 @@ def test_a_planner_builds_again_only_the_client_of_the_cluster_that_did_not_answ
     assert (made.source_admin, made.target_admin) == ("west client", ("east", 0))
     made._refresh_clients()  # and the one after, once east answered: the new client stays
     assert built.made == [("east", 0)]
+
+
+def test_a_planner_builds_again_only_the_client_of_the_cluster_whose_settings_changed(built: Built) -> None:
+    made = planner(["west"])
+    made._refresh_clients()
+    assert (made.source_admin, made.target_admin) == (("west", 0), "east client")
