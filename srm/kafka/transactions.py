@@ -154,16 +154,21 @@ def outcomes(entries: Iterable[TxnLogEntry], partition: tuple[str, int]) -> dict
     return found
 
 
-def read_log(consumer: Any, admin: Any, prefix: str) -> list[TxnLogEntry]:
+def read_log(consumer: Any, admin: Any, prefix: str, ids: Collection[str] | None = None) -> list[TxnLogEntry]:
     """The entries of the transactional ids that start with ``prefix``, each id's in log order (an id
-    lives in one partition of the log). ``consumer``: a reader (:func:`srm.kafka.clients.reader`)."""
+    lives in one partition of the log). ``consumer``: a reader (:func:`srm.kafka.clients.reader`).
+    ``ids``: only these ids' entries, read from their partitions of the log alone."""
     count = partition_counts(admin, include_internal=True).get(TXN_LOG)
     if not count:
         return []
+    partitions = range(count) if ids is None else sorted({coordinator_partition(i, count) for i in ids})
+    keys = None if ids is None else {i.encode() for i in ids}
     entries: list[TxnLogEntry] = []
-    for message in read_to_end(consumer, TXN_LOG, range(count)):
+    for message in read_to_end(consumer, TXN_LOG, partitions):
         raw = message.key()
         if raw is None or not raw[4:].startswith(prefix.encode()):  # version, length, then the id
+            continue
+        if keys is not None and raw[4:] not in keys:
             continue
         try:
             _, entry = decode(raw, message.value())
@@ -206,6 +211,101 @@ def end_hanging(
     for outcome in held:
         _end_one(cluster, outcome)
     return held
+
+
+def end_left_open(
+    cluster: Cluster,
+    admin: Any,
+    consumer: Any,
+    partitions: Collection[tuple[str, int]],
+    *,
+    ids: Collection[str],
+    prefix: str,
+) -> list[Outcome]:
+    """End the transactions the producers of ``ids``, all fenced, left open on any of ``partitions``:
+    their coordinator completed them without writing a marker there. A fenced producer never writes
+    again, and a later epoch's producers are other producers, so nothing else ends them. Each
+    partition whose last stable offset is held by one of those ids' producers (the partition's own
+    answer, DescribeProducers) is ended as its coordinator decided (:func:`_end_one`). The ids'
+    partitions of the coordinator's log are read only when one of ``partitions`` is held. Returns
+    the transactions ended."""
+    held = held_partitions(admin, partitions)
+    if not held:
+        return []
+    entries = read_log(consumer, admin, prefix, ids)
+    ended, unknown = left_open(entries, holders(cluster, held))
+    for tp, producer_id in unknown.items():
+        log.warning(
+            "%s[%d] on %s: held at offset %d by a transaction of %r (producer id %d) whose outcome its "
+            "coordinator's log no longer holds; `kafka-transactions.sh --bootstrap-server %s find-hanging` shows it",
+            *(*tp, cluster.alias, held[tp], ids_of(entries).get(producer_id), producer_id, cluster.describe()),
+        )
+    for outcome in ended:
+        _end_one(cluster, outcome)
+    return ended
+
+
+def held_partitions(admin: Any, partitions: Collection[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The last stable offset of each of ``partitions`` that is held below the partition's end."""
+    if not partitions:
+        return {}
+    stable = list_offsets(admin, sorted(partitions), "latest", gone_ok=True)
+    end = list_offsets(admin, sorted(stable), "latest", read_committed=False, gone_ok=True)
+    return {tp: offset for tp, offset in stable.items() if offset < end.get(tp, offset)}
+
+
+def left_open(
+    entries: Iterable[TxnLogEntry], holding: dict[tuple[str, int], int]
+) -> tuple[list[Outcome], dict[tuple[str, int], int]]:
+    """Which decided transactions of the ids of ``entries`` (their log entries, in log order) hold
+    partitions (``holding``: the producer id each partition is held by), each once however many
+    partitions it holds; and the partitions held by one of those ids' producers without a decided
+    transaction there in the log (compacted away)."""
+    entries = list(entries)
+    ours = ids_of(entries)
+    found: dict[tuple[str, int], Outcome] = {}  # by (id, decided): one end covers all its partitions
+    unknown: dict[tuple[str, int], int] = {}
+    for tp, producer_id in sorted(holding.items()):
+        held_by = [o for o in outcomes(entries, tp).values() if o.producer_id == producer_id]
+        if not held_by and producer_id in ours:
+            unknown[tp] = producer_id
+        for outcome in held_by:
+            found.setdefault((outcome.transactional_id, outcome.decided_ms), outcome)
+    return list(found.values()), unknown
+
+
+def ids_of(entries: Iterable[TxnLogEntry]) -> dict[int, str]:
+    """The transactional id of each producer id in ``entries``."""
+    return {entry.producer_id: entry.transactional_id for entry in entries}
+
+
+def holders(cluster: Cluster, held: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """The producer id of the transaction each partition's last stable offset (``held``'s values) is
+    held at, as the partition's leader answers DescribeProducers; a partition none holds any more
+    is left out. SrmError when the leaders cannot be asked."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
+    from kafka.structs import TopicPartition
+
+    where = f"{cluster.alias} ({cluster.describe()})"
+    admin = None
+    try:
+        admin = KafkaAdminClient(request_timeout_ms=END_TIMEOUT_MS // 2, **protocol_settings(cluster))
+        states = admin.describe_producers([TopicPartition(*tp) for tp in held])
+    except KafkaError as exc:
+        raise SrmError(
+            f"cannot describe the producers of partitions held on {where}: {type(exc).__name__}: {exc}"
+        ) from None
+    finally:
+        if admin is not None:
+            admin.close()
+    found: dict[tuple[str, int], int] = {}
+    for tp, state in states.items():
+        at = held[(tp.topic, tp.partition)]
+        for producer in state.active_producers:
+            if producer.current_transaction_start_offset == at:
+                found[(tp.topic, tp.partition)] = producer.producer_id
+    return found
 
 
 def _timestamp_at(cluster: Cluster, partition: tuple[str, int], offset: int) -> int | None:

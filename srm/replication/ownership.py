@@ -45,6 +45,7 @@ from srm.kafka.partitions import assign_partitions, read_to_end
 from srm.kafka.transactions import end_hanging
 from srm.replication.job import CopyJob, copy_transactional_ids
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
+from srm.replication.left_open import end_fenced_left_open
 
 log = logging.getLogger("srm.replicate")
 
@@ -286,6 +287,7 @@ class FlowOwner:
         self._write(record)
         ids = epochs_transactional_ids(self.flow, unfenced)
         fence_producers(self.target, ids)
+        end_fenced_left_open(self.target, self.flow, ids)
         self._write(replace(record, unfenced=()))
         self._log_claim(previous, record, len(ids), reason)
         return record

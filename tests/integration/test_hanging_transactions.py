@@ -241,3 +241,41 @@ def test_a_copier_held_by_its_own_epochs_transaction_left_open_ends_it(nodes: Tw
     assert read_flow_progress(cluster, flow, [("orders", 0)], admin) == {}  # aborted, as its coordinator decided
     clients.abandon_producer(earlier)
     owner.close()
+
+
+def test_a_new_epoch_ends_what_the_fenced_epoch_left_open_on_a_remote_topic(
+    nodes: TwoNodes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As after a one-node target frozen past a flow's errors.retry.timeout: a copier's transaction
+    failed before its commit (nothing on the progress topic), and its coordinator decided it while
+    the remote topic's partitions had no leader and skipped their markers. The next run's epoch
+    copies on there with other producers, whose records read_committed readers would never reach;
+    its claim, which fences the earlier epoch, ends that epoch's transactions left open as their
+    coordinator decided them."""
+    from confluent_kafka.admin import NewTopic
+
+    flow = Flow(source="hang-src", target="hang-dst", settings=FlowSettings())
+    remote = flow.policy.format_remote_topic(flow.source, "orders")
+    cluster = nodes.cluster
+    admin = clients.admin_client(cluster)
+    admin.create_topics([NewTopic(OWNERS_TOPIC, 1, 1)])[OWNERS_TOPIC].result(30)
+    first = FlowOwner(cluster, flow, "the frozen run")
+    epoch = first.claim(1, "available-now").epoch
+    copier, alt = (clients.producer(cluster, **{"transactional.id": i}) for i in copy_transactional_ids(flow, epoch, 0))
+    for producer in (copier, alt):
+        producer.init_transactions(60)
+    leave_open(nodes, admin, remote, [(copier, 0, b"k", b"committed", "commit"), (alt, 1, b"k", b"aborted", "abort")])
+
+    caplog.set_level("WARNING")
+    FlowOwner(cluster, flow, "the next run").claim(1, "available-now")  # takes over, fences epoch 1
+    keys = [(remote, 0), (remote, 1)]
+    ended = dict.fromkeys(keys, 2)  # each record, then the marker that ended it
+    wait_for("both partitions stable at their end", lambda: list_offsets(admin, keys, "latest") == ended, 30)
+    assert list_offsets(admin, keys, "latest", read_committed=False) == ended
+    assert [m.value() for m in read_committed(cluster, remote, 0)] == [b"committed"]  # as decided
+    assert read_committed(cluster, remote, 1) == []
+    said = [r.getMessage() for r in caplog.records if "left open there" in r.getMessage()]
+    assert len(said) == 2 and all(f"{remote}[" in m for m in said), said
+    for producer in (copier, alt):
+        clients.abandon_producer(producer)
+    first.close()

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from srm.errors import RecordFormatError
-from srm.kafka.transactions import TxnLogEntry, TxnStatus, coordinator_partition, decode, outcomes
+from srm.kafka.transactions import TxnLogEntry, TxnStatus, coordinator_partition, decode, left_open, outcomes
 
 TP = ("orders", 3)
 
@@ -113,6 +113,27 @@ def test_a_partitions_latest_completed_transaction_per_id_is_its_outcome() -> No
     found = outcomes(log, TP)
     assert {name: o.result for name, o in found.items()} == {"a": "commit", "c": "abort"}
     assert (found["a"].producer_id, found["a"].started_ms, found["a"].decided_ms) == (7, 1, 2)
+
+
+def test_what_a_fenced_epoch_left_open_is_ended_once_and_only_where_its_producer_holds_the_partition() -> None:
+    other = ("orders", 0)
+    log = [
+        entry("e1.0", TxnStatus.PREPARE_ABORT, TP, other, ("history", 0)),  # decided, markers skipped
+        entry("e1.0", TxnStatus.COMPLETE_ABORT),
+        entry("e1.0.alt", TxnStatus.PREPARE_COMMIT, ("orders", 5), producer=8),
+        entry("e1.0.alt", TxnStatus.COMPLETE_COMMIT, producer=8),
+        entry("e1.1", TxnStatus.EMPTY, producer=9),  # its transaction there compacted away
+    ]
+    # TP and the history held by e1.0's producer, orders[5] by one not of the epoch (a local
+    # application's open transaction on a prefixless flow's topic), orders[7] by e1.1's producer
+    holding = {TP: 7, ("history", 0): 7, ("orders", 5): 42, ("orders", 7): 9}
+    ended, unknown = left_open(log, holding)
+    assert [(o.transactional_id, o.result, o.partitions) for o in ended] == [
+        ("e1.0", "abort", frozenset({TP, other, ("history", 0)}))  # once, over every partition it had
+    ]
+    assert unknown == {("orders", 7): 9}  # named in the log, not ended blindly: its outcome is unknown
+    # e1.0's transaction there is not the one held: e1.0.alt's producer holds it, its log has none there
+    assert left_open(log, {other: 8}) == ([], {other: 8})
 
 
 def test_a_clusters_connection_settings_reach_kafka_python_under_its_names() -> None:
