@@ -8,8 +8,7 @@ markers takes the partition for deleted and skips its marker ("likely deleted al
 broker's log): the transaction stays open on that partition and holds its last stable offset, and
 every read_committed reader with it, until the same producer ends another transaction there. The
 log still says which outcome the skipped marker carried; :func:`outcomes` reads it, and
-:func:`end_hanging` has the same transactional id end a transaction over the same partitions with
-that outcome and no record: its markers end the one left open too.
+:mod:`srm.kafka.hanging` ends such a transaction with it.
 
 The record formats are Kafka's ``TransactionLogKey`` (version 0) and ``TransactionLogValue``
 (versions 0 and 1, the first flexible one).
@@ -19,24 +18,18 @@ from __future__ import annotations
 
 import logging
 import struct
-import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any
 
-from srm.config.model import Cluster
-from srm.errors import RecordFormatError, SrmError
-from srm.kafka import clients
-from srm.kafka.partitions import list_offsets, read_to_end
+from srm.errors import RecordFormatError
+from srm.kafka.partitions import read_to_end
 from srm.kafka.topics import partition_counts
 from srm.mm2.wire import WireReader
 
 log = logging.getLogger(__name__)
 TXN_LOG = "__transaction_state"
-END_TIMEOUT_MS = 60_000  # each step of ending a transaction left open (kafka-python's waits)
-SKEW_MS = 5_000  # between a producer's clock and its coordinator's
 
 
 class TxnStatus(IntEnum):
@@ -178,230 +171,3 @@ def read_log(consumer: Any, admin: Any, prefix: str, ids: Collection[str] | None
         if entry is not None:
             entries.append(entry)
     return entries
-
-
-def end_hanging(
-    cluster: Cluster, admin: Any, consumer: Any, partition: tuple[str, int], prefix: str, *, spare: Collection[str] = ()
-) -> list[Outcome]:
-    """End the transactions left open on ``partition`` by producers of ``prefix`` whose coordinator
-    completed them without writing their marker there: each one's transactional id ends a
-    transaction over the partitions of the one left open, committed or aborted as its coordinator
-    decided that one, and writes no record. ``spare``: ids of live producers, not fenced (their
-    next transaction there ends it). Returns the transactions ended; none when the partition's last
-    stable offset is at its end, or when a transaction its coordinator still tracks holds it.
-
-    The log is read whole (the ids of a prefix may be in any of its partitions): a read held for
-    seconds calls this, not a copy's every step."""
-    stable = list_offsets(admin, [partition], "latest")[partition]
-    end = list_offsets(admin, [partition], "latest", read_committed=False)[partition]
-    if stable >= end:
-        return []
-    entries = read_log(consumer, admin, prefix)
-    decided = outcomes(entries, partition)
-    # The record the partition is held at came with the transaction left open: its producer wrote it
-    # between that transaction's start and its coordinator's decision.
-    written = _timestamp_at(cluster, partition, stable)
-    if written is None:
-        return []
-    held = [
-        outcome
-        for name, outcome in decided.items()
-        if name not in spare and outcome.started_ms - SKEW_MS <= written <= outcome.decided_ms + SKEW_MS
-    ]
-    for outcome in held:
-        _end_one(cluster, outcome)
-    return held
-
-
-def end_left_open(
-    cluster: Cluster,
-    admin: Any,
-    consumer: Any,
-    partitions: Collection[tuple[str, int]],
-    *,
-    ids: Collection[str],
-    prefix: str,
-) -> list[Outcome]:
-    """End the transactions the producers of ``ids``, all fenced, left open on any of ``partitions``:
-    their coordinator completed them without writing a marker there. A fenced producer never writes
-    again, and a later epoch's producers are other producers, so nothing else ends them. Each
-    partition whose last stable offset is held by one of those ids' producers (the partition's own
-    answer, DescribeProducers) is ended as its coordinator decided (:func:`_end_one`). The ids'
-    partitions of the coordinator's log are read only when one of ``partitions`` is held. Returns
-    the transactions ended."""
-    held = held_partitions(admin, partitions)
-    if not held:
-        return []
-    entries = read_log(consumer, admin, prefix, ids)
-    ended, unknown = left_open(entries, holders(cluster, held))
-    for tp, producer_id in unknown.items():
-        log.warning(
-            "%s[%d] on %s: held at offset %d by a transaction of %r (producer id %d) whose outcome its "
-            "coordinator's log no longer holds; `kafka-transactions.sh --bootstrap-server %s find-hanging` shows it",
-            *(*tp, cluster.alias, held[tp], ids_of(entries).get(producer_id), producer_id, cluster.describe()),
-        )
-    for outcome in ended:
-        _end_one(cluster, outcome)
-    return ended
-
-
-def held_partitions(admin: Any, partitions: Collection[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """The last stable offset of each of ``partitions`` that is held below the partition's end."""
-    if not partitions:
-        return {}
-    stable = list_offsets(admin, sorted(partitions), "latest", gone_ok=True)
-    end = list_offsets(admin, sorted(stable), "latest", read_committed=False, gone_ok=True)
-    return {tp: offset for tp, offset in stable.items() if offset < end.get(tp, offset)}
-
-
-def left_open(
-    entries: Iterable[TxnLogEntry], holding: dict[tuple[str, int], int]
-) -> tuple[list[Outcome], dict[tuple[str, int], int]]:
-    """Which decided transactions of the ids of ``entries`` (their log entries, in log order) hold
-    partitions (``holding``: the producer id each partition is held by), each once however many
-    partitions it holds; and the partitions held by one of those ids' producers without a decided
-    transaction there in the log (compacted away)."""
-    entries = list(entries)
-    ours = ids_of(entries)
-    found: dict[tuple[str, int], Outcome] = {}  # by (id, decided): one end covers all its partitions
-    unknown: dict[tuple[str, int], int] = {}
-    for tp, producer_id in sorted(holding.items()):
-        held_by = [o for o in outcomes(entries, tp).values() if o.producer_id == producer_id]
-        if not held_by and producer_id in ours:
-            unknown[tp] = producer_id
-        for outcome in held_by:
-            found.setdefault((outcome.transactional_id, outcome.decided_ms), outcome)
-    return list(found.values()), unknown
-
-
-def ids_of(entries: Iterable[TxnLogEntry]) -> dict[int, str]:
-    """The transactional id of each producer id in ``entries``."""
-    return {entry.producer_id: entry.transactional_id for entry in entries}
-
-
-def holders(cluster: Cluster, held: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
-    """The producer id of the transaction each partition's last stable offset (``held``'s values) is
-    held at, as the partition's leader answers DescribeProducers; a partition none holds any more
-    is left out. SrmError when the leaders cannot be asked."""
-    from kafka.admin import KafkaAdminClient
-    from kafka.errors import KafkaError
-    from kafka.structs import TopicPartition
-
-    where = f"{cluster.alias} ({cluster.describe()})"
-    admin = None
-    try:
-        admin = KafkaAdminClient(request_timeout_ms=END_TIMEOUT_MS // 2, **protocol_settings(cluster))
-        states = admin.describe_producers([TopicPartition(*tp) for tp in held])
-    except KafkaError as exc:
-        raise SrmError(
-            f"cannot describe the producers of partitions held on {where}: {type(exc).__name__}: {exc}"
-        ) from None
-    finally:
-        if admin is not None:
-            admin.close()
-    found: dict[tuple[str, int], int] = {}
-    for tp, state in states.items():
-        at = held[(tp.topic, tp.partition)]
-        for producer in state.active_producers:
-            if producer.current_transaction_start_offset == at:
-                found[(tp.topic, tp.partition)] = producer.producer_id
-    return found
-
-
-def _timestamp_at(cluster: Cluster, partition: tuple[str, int], offset: int) -> int | None:
-    """The timestamp of the record at ``offset`` (read uncommitted), None if none comes."""
-    from confluent_kafka import TopicPartition
-
-    consumer = clients.consumer(cluster, "__srm.hanging", **{"isolation.level": "read_uncommitted"})
-    try:
-        consumer.assign([TopicPartition(*partition, offset)])
-        message = consumer.poll(10.0)
-        if message is None or message.error() is not None or message.offset() != offset:
-            return None
-        return int(message.timestamp()[1])
-    finally:
-        consumer.close()
-
-
-def _end_one(cluster: Cluster, outcome: Outcome) -> None:
-    """The same transactional id adds the partitions to a transaction and ends it as decided, with no
-    record: kafka-python's producer adds partitions on their own (AddPartitionsToTxn), which
-    librdkafka does only with a record."""
-    from kafka import KafkaProducer
-    from kafka.errors import KafkaError, KafkaTimeoutError
-    from kafka.structs import TopicPartition
-
-    decided = datetime.fromtimestamp(outcome.decided_ms / 1000, UTC).isoformat(timespec="seconds")
-    named = ", ".join(f"{topic}[{number}]" for topic, number in sorted(outcome.partitions))
-    where = f"{named} on {cluster.alias}"
-    settings = protocol_settings(cluster)
-    producer = None
-    try:
-        producer = KafkaProducer(transactional_id=outcome.transactional_id, max_block_ms=END_TIMEOUT_MS, **settings)
-        producer.init_transactions()
-        producer.begin_transaction()
-        manager = producer._transaction_manager
-        partitions = [TopicPartition(topic, number) for topic, number in sorted(outcome.partitions)]
-        for tp in partitions:
-            manager.maybe_add_partition_to_transaction(tp)
-        producer._sender.wakeup()  # added now: an abort would drop partitions not added yet
-        deadline = time.monotonic() + END_TIMEOUT_MS / 1000
-        while not all(manager.is_partition_added(tp) for tp in partitions):
-            if manager.has_error() or time.monotonic() > deadline:
-                raise manager.last_error or KafkaTimeoutError(f"not added within {END_TIMEOUT_MS / 1000:.0f} s")
-            time.sleep(0.01)
-        # producer.commit_transaction() waits without a time-out: its manager's result, with one
-        result = manager.begin_commit() if outcome.result == "commit" else manager.begin_abort()
-        producer._sender.wakeup()
-        if not result.wait(timeout_ms=END_TIMEOUT_MS):
-            raise KafkaTimeoutError(f"not ended within {END_TIMEOUT_MS / 1000:.0f} s")
-    except KafkaError as exc:
-        raise SrmError(
-            f"cannot end the transaction of {outcome.transactional_id!r} (producer id {outcome.producer_id}) left "
-            f"open on {where}: {type(exc).__name__}: {exc}"
-        ) from None
-    finally:
-        if producer is not None:
-            producer.close(timeout=5)
-    log.warning(
-        "%s: ended the transaction of %r (producer id %d) left open there: its coordinator decided %s at %s but "
-        "wrote no marker to them (Kafka skips the markers of a partition it finds without a leader)",
-        *(where, outcome.transactional_id, outcome.producer_id, outcome.result, decided),
-    )
-
-
-# librdkafka's settings of a connection and their kafka-python names; nothing else reaches it.
-PROTOCOL_SETTINGS = {
-    "bootstrap.servers": "bootstrap_servers",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-}
-# Settings of how librdkafka behaves, not of how it connects: left out.
-CONNECTION_PREFIXES = ("security.", "sasl.", "ssl.")
-
-
-def protocol_settings(cluster: Cluster) -> dict[str, Any]:
-    """The cluster's connection settings for kafka-python's clients; SrmError naming a security
-    setting it has no equivalent for."""
-    settings = clients.client_settings(cluster, "producer")
-    out: dict[str, Any] = {"bootstrap_servers": str(settings["bootstrap.servers"]).split(",")}
-    for key, value in settings.items():
-        if key == "bootstrap.servers":
-            continue
-        if key in PROTOCOL_SETTINGS:
-            out[PROTOCOL_SETTINGS[key]] = str(value).upper() if key == "security.protocol" else value
-        elif key == "ssl.endpoint.identification.algorithm":
-            out["ssl_check_hostname"] = str(value).lower() == "https"
-        elif key.startswith(CONNECTION_PREFIXES):
-            raise SrmError(
-                f"cluster {cluster.alias}: {key} has no equivalent in the client that ends transactions Kafka "
-                "left open (kafka-python); end them with kafka-transactions.sh"
-            )
-    return out

@@ -15,9 +15,9 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.errors import SrmError
 from srm.kafka import clients
+from srm.kafka.hanging import end_left_open
 from srm.kafka.internal_topics import flow_internal_topics
 from srm.kafka.topics import partition_counts
-from srm.kafka.transactions import end_left_open
 from srm.replication.kafka_errors import transactional_prefix
 
 log = logging.getLogger("srm.replicate")
@@ -25,7 +25,7 @@ log = logging.getLogger("srm.replicate")
 
 def end_fenced_left_open(target: Cluster, flow: Flow, fenced: list[str]) -> None:
     """End what the copy producers of ``fenced`` (earlier epochs', fenced just now) left open on any
-    partition of the target (:func:`srm.kafka.transactions.end_left_open`). A transaction that failed
+    partition of the target (:func:`srm.kafka.hanging.end_left_open`). A transaction that failed
     before its commit wrote nothing to the progress or history topic, so no held read of those finds
     it; left open on a remote topic, it held that partition's read_committed readers for good once
     this epoch's producers copied on there. A one-node target frozen past the flow's

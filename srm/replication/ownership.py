@@ -40,9 +40,9 @@ from typing import Any
 from srm.config.model import Cluster, Flow
 from srm.errors import FlowTakenOverError, InvariantError, RecordFormatError, SrmError
 from srm.kafka import clients
+from srm.kafka.hanging import end_hanging
 from srm.kafka.internal_topics import OWNERS_TOPIC, history_topic_name, progress_topic_name
 from srm.kafka.partitions import assign_partitions, read_to_end
-from srm.kafka.transactions import end_hanging
 from srm.replication.job import CopyJob, copy_transactional_ids
 from srm.replication.kafka_errors import FENCED, kafka_error, transactional_prefix
 from srm.replication.left_open import end_fenced_left_open

@@ -43,7 +43,7 @@ EXECUTOR_DISTRIBUTIONS = (
     "confluent-kafka",
     "interegular",
     "javaproperties",
-    "kafka-python",  # a copier ends transactions Kafka left open (srm.kafka.transactions)
+    "kafka-python",  # a copier ends transactions Kafka left open (srm.kafka.hanging)
     "pydantic",
     "PyYAML",
     "tenacity",

@@ -4,7 +4,7 @@ A transaction coordinator that finds a partition without a leader while it write
 markers skips that partition's marker ("likely deleted already"). On a cluster of two nodes this
 happens at will: the coordinator on node 1, the partitions on node 2 alone, node 2 killed before
 the commit (or abort). After node 2 is back, those partitions' last stable offset stays below their
-end: read_committed readers never get past it. ``srm.kafka.transactions.end_hanging`` ends each one
+end: read_committed readers never get past it. ``srm.kafka.hanging.end_hanging`` ends each one
 as its coordinator decided it, with no record of its own: the committed record becomes readable, the
 aborted one never does.
 """
@@ -26,9 +26,9 @@ from srm.config.settings import FlowSettings
 from srm.devenv.jvm import kafka_command
 from srm.devenv.local import LocalKafka
 from srm.kafka import clients
+from srm.kafka.hanging import end_hanging
 from srm.kafka.internal_topics import OWNERS_TOPIC, history_topic_name, progress_topic_name
 from srm.kafka.partitions import list_offsets
-from srm.kafka.transactions import end_hanging
 from srm.mm2.records import ProgressRecord
 from srm.replication.job import CopyJob, copy_transactional_ids
 from srm.replication.kafka_errors import transactional_prefix

@@ -8,7 +8,8 @@ import struct
 import pytest
 
 from srm.errors import RecordFormatError
-from srm.kafka.transactions import TxnLogEntry, TxnStatus, coordinator_partition, decode, left_open, outcomes
+from srm.kafka.hanging import left_open
+from srm.kafka.transactions import TxnLogEntry, TxnStatus, coordinator_partition, decode, outcomes
 
 TP = ("orders", 3)
 
@@ -140,7 +141,7 @@ def test_a_clusters_connection_settings_reach_kafka_python_under_its_names() -> 
     from pydantic import SecretStr
 
     from srm.config.model import Cluster
-    from srm.kafka.transactions import protocol_settings
+    from srm.kafka.hanging import protocol_settings
 
     plain = Cluster(alias="east", bootstrap_servers="b1:9092,b2:9092", producer={"linger.ms": "5"})
     assert protocol_settings(plain) == {"bootstrap_servers": ["b1:9092", "b2:9092"]}  # tuning left out
@@ -172,7 +173,7 @@ def test_a_security_setting_kafka_python_lacks_is_refused_by_name_never_by_value
 
     from srm.config.model import Cluster
     from srm.errors import SrmError
-    from srm.kafka.transactions import protocol_settings
+    from srm.kafka.hanging import protocol_settings
 
     cluster = Cluster(
         alias="east", bootstrap_servers="b1:9093", client={"sasl.oauthbearer.client.secret": SecretStr("x9")}
