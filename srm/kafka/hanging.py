@@ -23,40 +23,25 @@ from srm.kafka.transactions import Outcome, TxnLogEntry, outcomes, read_log
 
 log = logging.getLogger(__name__)
 END_TIMEOUT_MS = 60_000  # each step of ending a transaction left open (kafka-python's waits)
-SKEW_MS = 5_000  # between a producer's clock and its coordinator's
 
 
 def end_hanging(
     cluster: Cluster, admin: Any, consumer: Any, partition: tuple[str, int], prefix: str, *, spare: Collection[str] = ()
 ) -> list[Outcome]:
     """End the transactions left open on ``partition`` by producers of ``prefix`` whose coordinator
-    completed them without writing their marker there: each one's transactional id ends a
-    transaction over the partitions of the one left open, committed or aborted as its coordinator
-    decided that one, and writes no record. ``spare``: ids of live producers, not fenced (their
-    next transaction there ends it). Returns the transactions ended; none when the partition's last
-    stable offset is at its end, or when a transaction its coordinator still tracks holds it.
+    completed them without writing their marker there (:func:`end_held`). ``spare``: ids of live
+    producers, not fenced (their next transaction there ends it). Returns the transactions ended;
+    none when the partition's last stable offset is at its end, or when a transaction its
+    coordinator still tracks holds it.
 
     The log is read whole (the ids of a prefix may be in any of its partitions): a read held for
     seconds calls this, not a copy's every step."""
-    stable = list_offsets(admin, [partition], "latest")[partition]
-    end = list_offsets(admin, [partition], "latest", read_committed=False)[partition]
-    if stable >= end:
+    held = held_partitions(admin, [partition])
+    if not held:
         return []
-    entries = read_log(consumer, admin, prefix)
-    decided = outcomes(entries, partition)
-    # The record the partition is held at came with the transaction left open: its producer wrote it
-    # between that transaction's start and its coordinator's decision.
-    written = _timestamp_at(cluster, partition, stable)
-    if written is None:
-        return []
-    held = [
-        outcome
-        for name, outcome in decided.items()
-        if name not in spare and outcome.started_ms - SKEW_MS <= written <= outcome.decided_ms + SKEW_MS
-    ]
-    for outcome in held:
-        _end_one(cluster, outcome)
-    return held
+    spared = set(spare)
+    entries = [e for e in read_log(consumer, admin, prefix) if e.transactional_id not in spared]
+    return end_held(cluster, held, entries)
 
 
 def end_left_open(
@@ -68,23 +53,30 @@ def end_left_open(
     ids: Collection[str],
     prefix: str,
 ) -> list[Outcome]:
-    """End the transactions the producers of ``ids``, all fenced, left open on any of ``partitions``:
-    their coordinator completed them without writing a marker there. A fenced producer never writes
-    again, and a later epoch's producers are other producers, so nothing else ends them. Each
-    partition whose last stable offset is held by one of those ids' producers (the partition's own
-    answer, DescribeProducers) is ended as its coordinator decided (:func:`_end_one`). The ids'
-    partitions of the coordinator's log are read only when one of ``partitions`` is held. Returns
-    the transactions ended."""
+    """End the transactions the producers of ``ids``, all fenced, left open on any of ``partitions``
+    (:func:`end_held`). A fenced producer never writes again, and a later epoch's producers are
+    other producers, so nothing else ends them. The ids' partitions of the coordinator's log are
+    read only when one of ``partitions`` is held. Returns the transactions ended."""
     held = held_partitions(admin, partitions)
     if not held:
         return []
-    entries = read_log(consumer, admin, prefix, ids)
+    return end_held(cluster, held, read_log(consumer, admin, prefix, ids))
+
+
+def end_held(cluster: Cluster, held: dict[tuple[str, int], int], entries: list[TxnLogEntry]) -> list[Outcome]:
+    """End what the ids of ``entries`` (their log entries) left open on the ``held`` partitions
+    (each one's last stable offset): each partition's leader says which producer holds it
+    (DescribeProducers), and that producer's transaction, which its coordinator completed without
+    writing the partition's marker, is ended as decided (:func:`_end_one`), once however many
+    partitions it holds. A partition one of those producers holds without a decided transaction
+    there in the log (compacted away) is named, not ended blindly."""
     ended, unknown = left_open(entries, holders(cluster, held))
+    names = ids_of(entries)
     for tp, producer_id in unknown.items():
         log.warning(
             "%s[%d] on %s: held at offset %d by a transaction of %r (producer id %d) whose outcome its "
             "coordinator's log no longer holds; `kafka-transactions.sh --bootstrap-server %s find-hanging` shows it",
-            *(*tp, cluster.alias, held[tp], ids_of(entries).get(producer_id), producer_id, cluster.describe()),
+            *(*tp, cluster.alias, held[tp], names.get(producer_id), producer_id, cluster.describe()),
         )
     for outcome in ended:
         _end_one(cluster, outcome)
@@ -152,21 +144,6 @@ def holders(cluster: Cluster, held: dict[tuple[str, int], int]) -> dict[tuple[st
             if producer.current_transaction_start_offset == at:
                 found[(tp.topic, tp.partition)] = producer.producer_id
     return found
-
-
-def _timestamp_at(cluster: Cluster, partition: tuple[str, int], offset: int) -> int | None:
-    """The timestamp of the record at ``offset`` (read uncommitted), None if none comes."""
-    from confluent_kafka import TopicPartition
-
-    consumer = clients.consumer(cluster, "__srm.hanging", **{"isolation.level": "read_uncommitted"})
-    try:
-        consumer.assign([TopicPartition(*partition, offset)])
-        message = consumer.poll(10.0)
-        if message is None or message.error() is not None or message.offset() != offset:
-            return None
-        return int(message.timestamp()[1])
-    finally:
-        consumer.close()
 
 
 def _end_one(cluster: Cluster, outcome: Outcome) -> None:
