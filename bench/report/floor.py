@@ -92,5 +92,21 @@ def rate_table(measured: dict[str, Any]) -> list[str]:
         missed = [str(i + 1) for i, ratio in enumerate(ratios[name]) if ratio > limit]
         verdict = "met in every round" if not missed else f"**missed** in round(s) {', '.join(missed)}"
         lines.append(f"- {what}, p99 at most {limit}x: {verdict}.")
+    spread = spreads(runs, tools)
+    if spread:
+        lines.append(
+            "- Each tool against itself over these rounds, p99 max / min (the spread a round's ratio carries "
+            "with it on these brokers): " + "; ".join(spread) + "."
+        )
     lines.append("")
     return lines
+
+
+def spreads(runs: dict[str, list[dict[str, Any]]], tools: list[tuple[str, str]]) -> list[str]:
+    """Per tool run more than once: its p99's largest over its smallest across the rounds."""
+    shown = []
+    for key, name in tools:
+        p99s = [run["p99_ms"] for run in runs[key]]
+        if len(p99s) > 1 and min(p99s) > 0:
+            shown.append(f"{name} {max(p99s) / min(p99s):.2f}")
+    return shown

@@ -58,6 +58,10 @@ def test_each_round_is_judged_against_the_tool_of_the_same_guarantee(tmp_path: P
     # at 50,000: 16 / 13 = 1.23 is within 1.25; at least once 13 / 12 is past MM2's in round 1
     assert "copier, p99 at most 1.25x: met in every round." in fifty
     assert "MirrorMaker 2, p99 at most 1.0x: **missed** in round(s) 1." in fifty
+    # the spread of each tool against itself: at 5,000 ours 30 / 15, the textbook copier 13 / 12
+    spread = "ours, exactly once 2.00; textbook copier (Python) 1.08; ours, at least once 1.09; MirrorMaker 2 1.00."
+    assert spread in five
+    assert "ours, exactly once 1.00; textbook copier (Python) 1.00; ours, at least once 1.18" in fifty
 
 
 def test_no_section_without_a_run(tmp_path: Path) -> None:
